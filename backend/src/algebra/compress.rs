@@ -1,0 +1,47 @@
+//! Compressed <-> expanded indices: CSR's `crow_indices` from sorted row ids and back.
+//! Both work per batch entry: compressed `[batch, n + 1]`, expanded `[batch, nse]`.
+
+use super::IndexElem;
+
+/// Compressed indices (`[batch, n + 1]`) of row ids that are sorted within each batch entry
+/// (`rows` laid out `[batch, nse]`, each in `0..n`).
+pub fn compress(rows: &[i64], batch: usize, nse: usize, n: usize) -> Vec<i64> {
+    let mut out = vec![0i64; batch * (n + 1)];
+    for b in 0..batch {
+        let counts = &mut out[b * (n + 1)..(b + 1) * (n + 1)];
+        for &r in &rows[b * nse..(b + 1) * nse] {
+            counts[r as usize + 1] += 1;
+        }
+        for i in 1..=n {
+            counts[i] += counts[i - 1];
+        }
+    }
+    out
+}
+
+/// Row ids (`[batch, nse]`) of valid compressed indices (`[batch, n + 1]`).
+pub fn expand<I: IndexElem>(compressed: &[I], batch: usize, n: usize, nse: usize) -> Vec<i64> {
+    let mut out = vec![0i64; batch * nse];
+    for b in 0..batch {
+        let c = &compressed[b * (n + 1)..(b + 1) * (n + 1)];
+        let rows = &mut out[b * nse..(b + 1) * nse];
+        for r in 0..n {
+            let (s, e) = (c[r].to_i64() as usize, c[r + 1].to_i64() as usize);
+            rows[s..e].fill(r as i64);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compress_and_expand_invert() {
+        let rows = vec![1i64, 1, 2, 0, 0, 2];
+        let c = compress(&rows, 2, 3, 3);
+        assert_eq!(c, vec![0, 0, 2, 3, 0, 2, 2, 3]);
+        assert_eq!(expand(&c, 2, 3, 3), rows);
+    }
+}

@@ -1,0 +1,275 @@
+//! Checked constructors (`coo`, `coo_from_rows`, `csr`, `csc`, `bsr`, `bsc`, `compressed`), their
+//! `*_unchecked` forms, and `empty`/`zeros`. A checked constructor returns every violation of
+//! SPEC section 1 as a `SparseError`; the unchecked ones trust the caller with the contents but
+//! still derive the structure from the component shapes.
+
+use crate::algebra::validate::{check_compressed, check_coo_bounds, check_numel, check_shape, index_dtype_max, CompressedNames};
+use crate::error::{invalid, Result, SparseError};
+use crate::host::with_ints;
+use crate::layout::Layout;
+use crate::tensor::{Indices, SparseTensor};
+use crate::util::numel;
+use crate::match_ints;
+use burn::tensor::{DType, Device, Int, Tensor};
+
+
+impl<const D: usize> SparseTensor<D> {
+    /// torch's `sparse_coo_tensor(indices, values, size)`: `indices [sparse_dim, nse]`,
+    /// `values [nse, *dense]`. The result is uncoalesced (as torch) unless `nse < 2`.
+    pub fn coo<const V: usize>(indices: Tensor<2, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+        let s = Self::coo_structure(indices, values, shape)?;
+        s.check_coo_contents()?;
+        Ok(s)
+    }
+
+    /// [`SparseTensor::coo`] without the index checks.
+    pub fn coo_unchecked<const V: usize>(indices: Tensor<2, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+        Self::coo_structure(indices, values, shape).unwrap_or_else(|e| panic!("coo_unchecked: {e}"))
+    }
+
+    /// TensorFlow's `SparseTensor(indices, values, dense_shape)`: `rows [nse, rank]`, one row per entry.
+    pub fn coo_from_rows<const V: usize>(rows: Tensor<2, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+        Self::coo(rows.transpose(), values, shape)
+    }
+
+    pub(crate) fn coo_structure<const V: usize>(
+        indices: Tensor<2, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Result<Self> {
+        let [sparse_dim, nse] = indices.dims();
+        let dense_dim = V - 1;
+        if sparse_dim == 0 || sparse_dim + dense_dim != D {
+            return Err(invalid(
+                "sparse_coo_tensor",
+                format!("{sparse_dim} sparse dims and {dense_dim} dense dims (values of rank {V}) do not make a tensor of rank {D}"),
+            ));
+        }
+        let vdims = values.dims();
+        let mut expected = vec![nse];
+        expected.extend_from_slice(&shape[sparse_dim..]);
+        if vdims.as_slice() != expected.as_slice() {
+            return Err(SparseError::ShapeMismatch { component: "values", expected, actual: vdims.to_vec() });
+        }
+        check_shape(&shape[..sparse_dim], indices.dtype())?;
+        check_numel(&shape)?;
+        let item = numel(&shape[sparse_dim..]);
+        Ok(Self {
+            layout: Layout::Coo,
+            shape,
+            batch_dim: 0,
+            sparse_dim,
+            dense_dim,
+            blocksize: None,
+            values: values.reshape([nse, item]),
+            indices: Indices::Coo(indices),
+            coalesced: nse < 2,
+        })
+    }
+
+    fn check_coo_contents(&self) -> Result<()> {
+        let Indices::Coo(indices) = &self.indices else { return Ok(()) };
+        let nse = self.nnz();
+        let sizes = &self.shape[..self.sparse_dim];
+        with_ints(indices, |s| match_ints!(s, i => check_coo_bounds("indices", i, nse, sizes)))
+    }
+
+    /// torch's `sparse_compressed_tensor(compressed, plain, values, size, layout)`.
+    ///
+    /// `compressed [*batch, n + 1]`, `plain [*batch, nse]` (`C` = batch dims + 1), and `values
+    /// [*batch, nse, *dense]`, or `[*batch, nse, br, bc, *dense]` for BSR/BSC.
+    pub fn compressed<const C: usize, const V: usize>(
+        compressed: Tensor<C, Int>,
+        plain: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+        layout: Layout,
+    ) -> Result<Self> {
+        let s = Self::compressed_structure(compressed, plain, values, shape, layout)?;
+        s.check_compressed_contents()?;
+        Ok(s)
+    }
+
+    /// [`SparseTensor::compressed`] without the index checks.
+    pub fn compressed_unchecked<const C: usize, const V: usize>(
+        compressed: Tensor<C, Int>,
+        plain: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+        layout: Layout,
+    ) -> Self {
+        Self::compressed_structure(compressed, plain, values, shape, layout)
+            .unwrap_or_else(|e| panic!("sparse_compressed_tensor_unchecked: {e}"))
+    }
+
+    /// torch's `sparse_csr_tensor(crow_indices, col_indices, values, size)`.
+    pub fn csr<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+        Self::compressed(crow, col, values, shape, Layout::Csr)
+    }
+
+    /// torch's `sparse_csc_tensor(ccol_indices, row_indices, values, size)`.
+    pub fn csc<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+        Self::compressed(ccol, row, values, shape, Layout::Csc)
+    }
+
+    /// torch's `sparse_bsr_tensor(crow_indices, col_indices, values, size)`; the block size is
+    /// read from `values [*batch, nse, br, bc, *dense]`.
+    pub fn bsr<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+        Self::compressed(crow, col, values, shape, Layout::Bsr)
+    }
+
+    /// torch's `sparse_bsc_tensor(ccol_indices, row_indices, values, size)`.
+    pub fn bsc<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+        Self::compressed(ccol, row, values, shape, Layout::Bsc)
+    }
+
+    /// [`SparseTensor::csr`] without the index checks.
+    pub fn csr_unchecked<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+        Self::compressed_unchecked(crow, col, values, shape, Layout::Csr)
+    }
+
+    /// [`SparseTensor::csc`] without the index checks.
+    pub fn csc_unchecked<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+        Self::compressed_unchecked(ccol, row, values, shape, Layout::Csc)
+    }
+
+    /// [`SparseTensor::bsr`] without the index checks.
+    pub fn bsr_unchecked<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+        Self::compressed_unchecked(crow, col, values, shape, Layout::Bsr)
+    }
+
+    /// [`SparseTensor::bsc`] without the index checks.
+    pub fn bsc_unchecked<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+        Self::compressed_unchecked(ccol, row, values, shape, Layout::Bsc)
+    }
+
+    fn compressed_structure<const C: usize, const V: usize>(
+        compressed: Tensor<C, Int>,
+        plain: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+        layout: Layout,
+    ) -> Result<Self> {
+        const OP: &str = "sparse_compressed_tensor";
+        if layout == Layout::Coo {
+            return Err(SparseError::UnsupportedLayout { operation: OP, layout: layout.name() });
+        }
+        let (cname, pname) = layout.index_names();
+        let batch_dim = C - 1;
+        let block_rank = if layout.is_blocked() { 2 } else { 0 };
+        if D < batch_dim + 2 || V < batch_dim + 1 + block_rank {
+            return Err(invalid(OP, format!("index tensors of rank {C} and values of rank {V} do not make a {} tensor of rank {D}", layout.name())));
+        }
+        let dense_dim = D - batch_dim - 2;
+        if V != batch_dim + 1 + block_rank + dense_dim {
+            return Err(invalid(OP, format!("values of rank {V} need rank {} for {batch_dim} batch and {dense_dim} dense dims", batch_dim + 1 + block_rank + dense_dim)));
+        }
+        if compressed.dtype() != plain.dtype() {
+            return Err(invalid(OP, format!("{cname} ({:?}) and {pname} ({:?}) must have the same dtype", compressed.dtype(), plain.dtype())));
+        }
+        let batch = &shape[..batch_dim];
+        let vdims = values.dims();
+        let blocksize = layout.is_blocked().then(|| [vdims[batch_dim + 1], vdims[batch_dim + 2]]);
+        let [br, bc] = blocksize.unwrap_or([1, 1]);
+        for (dim, block) in [(batch_dim, br), (batch_dim + 1, bc)] {
+            if block == 0 || shape[dim] % block != 0 {
+                return Err(SparseError::BlocksizeMismatch { dim, size: shape[dim], block });
+            }
+        }
+        let (cdim, cblock) = if layout.compresses_rows() { (batch_dim, br) } else { (batch_dim + 1, bc) };
+        let n_comp = shape[cdim] / cblock;
+        let nse = plain.dims()[batch_dim];
+        let check = |component: &'static str, actual: Vec<usize>, last: &[usize]| {
+            let mut expected = batch.to_vec();
+            expected.extend_from_slice(last);
+            if actual != expected {
+                return Err(SparseError::ShapeMismatch { component, expected, actual });
+            }
+            Ok(())
+        };
+        check(cname, compressed.dims().to_vec(), &[n_comp + 1])?;
+        check(pname, plain.dims().to_vec(), &[nse])?;
+        let mut vlast = vec![nse];
+        if let Some(b) = blocksize {
+            vlast.extend(b);
+        }
+        vlast.extend_from_slice(&shape[batch_dim + 2..]);
+        check("values", vdims.to_vec(), &vlast)?;
+        check_shape(&shape[..batch_dim + 2], compressed.dtype())?;
+        check_numel(&shape)?;
+        let (max, name) = index_dtype_max(compressed.dtype())?;
+        if nse as u128 > max as u128 {
+            return Err(SparseError::DimensionTooLarge { component: "nse", dim: batch_dim, size: nse, index_dtype: name, max });
+        }
+        let batch_numel = numel(batch);
+        let item = br * bc * numel(&shape[batch_dim + 2..]);
+        Ok(Self {
+            layout,
+            shape,
+            batch_dim,
+            sparse_dim: 2,
+            dense_dim,
+            blocksize,
+            values: values.reshape([batch_numel * nse, item]),
+            indices: Indices::Compressed {
+                compressed: compressed.reshape([batch_numel, n_comp + 1]),
+                plain: plain.reshape([batch_numel, nse]),
+            },
+            coalesced: true,
+        })
+    }
+
+    /// Number of compressed and plain segments (rows and columns, in blocks for BSR/BSC).
+    pub(crate) fn compressed_extents(&self) -> (usize, usize) {
+        let [br, bc] = self.blocksize.unwrap_or([1, 1]);
+        let (rows, cols) = (self.shape[self.batch_dim] / br, self.shape[self.batch_dim + 1] / bc);
+        if self.layout.compresses_rows() { (rows, cols) } else { (cols, rows) }
+    }
+
+    fn check_compressed_contents(&self) -> Result<()> {
+        let Indices::Compressed { compressed, plain } = &self.indices else { return Ok(()) };
+        let (cname, pname) = self.layout.index_names();
+        let plain_dim = if self.layout.compresses_rows() { self.batch_dim + 1 } else { self.batch_dim };
+        let names = CompressedNames { compressed: cname, plain: pname, plain_dim };
+        let (n_comp, n_plain) = self.compressed_extents();
+        let (batch, nse) = (self.batch_numel(), self.nnz());
+        with_ints(compressed, |cs| {
+            with_ints(plain, |ps| {
+                match_ints!(cs, c => match_ints!(ps, p => check_compressed(names, c, p, batch, n_comp, n_plain, nse)))
+            })
+        })
+    }
+
+    /// An all-zero COO tensor with no stored entries (Julia's `undef`): every dim sparse,
+    /// int64 indices, f32 values.
+    pub fn empty(shape: [usize; D], device: &Device) -> Self {
+        Self::empty_with(shape, D, DType::I64, DType::F32, device).expect("int64 indices hold any usize dimension")
+    }
+
+    /// Same as [`SparseTensor::empty`]: sparse tensors store no zeros.
+    pub fn zeros(shape: [usize; D], device: &Device) -> Self {
+        Self::empty(shape, device)
+    }
+
+    /// An empty COO tensor with `sparse_dim` sparse dims and the given dtypes; an error when a
+    /// sparse dimension does not fit the index dtype (Julia's `check_Ti`).
+    pub fn empty_with(shape: [usize; D], sparse_dim: usize, index_dtype: DType, value_dtype: DType, device: &Device) -> Result<Self> {
+        if sparse_dim == 0 || sparse_dim > D {
+            return Err(invalid("empty", format!("sparse_dim {sparse_dim} must be in 1..={D}")));
+        }
+        check_shape(&shape[..sparse_dim], index_dtype)?;
+        check_numel(&shape)?;
+        let item = numel(&shape[sparse_dim..]);
+        Ok(Self {
+            layout: Layout::Coo,
+            shape,
+            batch_dim: 0,
+            sparse_dim,
+            dense_dim: D - sparse_dim,
+            blocksize: None,
+            indices: Indices::Coo(Tensor::zeros([sparse_dim, 0], (device, index_dtype))),
+            values: Tensor::zeros([0, item], (device, value_dtype)),
+            coalesced: true,
+        })
+    }
+}

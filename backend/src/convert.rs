@@ -1,0 +1,438 @@
+//! Conversions: sparse -> dense (`to_dense`, TensorFlow's `to_dense_with` and validating form),
+//! layout <-> layout, and the dense -> sparse kernels behind `ToSparse`.
+//!
+//! Every conversion computes its pattern on the host (index algebra) and moves values with
+//! burn ops (`select`, `select_assign` with add, `reshape`, `permute`), so conversions are
+//! differentiable with respect to values on an autodiff device. Layout changes go through
+//! element entries: one linear key per stored element over the indexed dims, which is also
+//! how duplicates in uncoalesced COO input get summed.
+
+use crate::algebra::{compress, keys, nonzero::nonzero_items, sort, validate};
+use crate::error::{Result, SparseError};
+use crate::host::{with_floats, with_ints};
+use crate::layout::Layout;
+use crate::tensor::{Indices, SparseTensor};
+use crate::util::{int_tensor, numel};
+use crate::{match_floats, match_ints};
+use burn::tensor::{DType, IndexingUpdateOp, Int, Tensor, TensorData};
+
+/// Stored elements in element coordinates: a key over the indexed dims and its dense item.
+pub(crate) struct Entries {
+    /// The indexed dims: COO's sparse dims, or batch + rows + cols.
+    pub sizes: Vec<usize>,
+    /// Linear key of each entry over `sizes`.
+    pub keys: Vec<u64>,
+    /// `[entries, dense_numel]`.
+    pub values: Tensor<2>,
+    /// Keys known to be strictly increasing.
+    pub sorted_unique: bool,
+}
+
+/// Index tensor (int64) used to move values; internal, never exposed.
+pub(crate) fn gather_index(ids: Vec<i64>, device: &burn::tensor::Device) -> Tensor<1, Int> {
+    let n = ids.len();
+    Tensor::from_data(TensorData::new(ids, [n]), (device, DType::I64))
+}
+
+/// `zeros([rows, width])` with `values`' rows added at `targets` (duplicates summed).
+pub(crate) fn scatter_add_rows(values: Tensor<2>, targets: Vec<i64>, rows: usize) -> Tensor<2> {
+    let [n, width] = values.dims();
+    let device = values.device();
+    let zeros = Tensor::<2>::zeros([rows, width], (&device, values.dtype()));
+    if n == 0 || width == 0 {
+        return zeros;
+    }
+    zeros.select_assign(0, gather_index(targets, &device), values, IndexingUpdateOp::Add)
+}
+
+/// `values` rows at `ids`, in that order.
+pub(crate) fn gather_rows(values: Tensor<2>, ids: Vec<i64>) -> Tensor<2> {
+    let width = values.dims()[1];
+    if ids.is_empty() {
+        return Tensor::zeros([0, width], (&values.device(), values.dtype()));
+    }
+    let device = values.device();
+    values.select(0, gather_index(ids, &device))
+}
+
+impl<const D: usize> SparseTensor<D> {
+    /// The stored elements with keys over the indexed dims (blocks expanded to elements).
+    pub(crate) fn entries(&self) -> Entries {
+        let dense = numel(self.dense_shape());
+        match &self.indices {
+            Indices::Coo(indices) => {
+                let sizes = self.shape[..self.sparse_dim].to_vec();
+                let nse = self.nnz();
+                let keys = with_ints(indices, |s| match_ints!(s, i => keys::linear_keys(i, nse, &sizes)));
+                Entries { sizes, keys, values: self.values.clone(), sorted_unique: self.coalesced }
+            }
+            Indices::Compressed { compressed, plain } => {
+                let b = self.batch_dim;
+                let sizes = self.shape[..b + 2].to_vec();
+                let (rows, cols) = (sizes[b] as u64, sizes[b + 1] as u64);
+                let [br, bc] = self.blocksize.unwrap_or([1, 1]);
+                let (n_comp, _) = self.compressed_extents();
+                let (batch, nse) = (self.batch_numel(), self.nnz());
+                let seg = with_ints(compressed, |s| match_ints!(s, c => compress::expand(c, batch, n_comp, nse)));
+                let plain = crate::util::read_i64(plain);
+                let mut keys = Vec::with_capacity(batch * nse * br * bc);
+                for (k, (&s, &p)) in seg.iter().zip(&plain).enumerate() {
+                    let (s, p) = (s as u64, p as u64);
+                    let (brow, bcol) = if self.layout.compresses_rows() { (s, p) } else { (p, s) };
+                    let base = (k / nse.max(1)) as u64 * rows * cols;
+                    for i in 0..br as u64 {
+                        for j in 0..bc as u64 {
+                            keys.push(base + (brow * br as u64 + i) * cols + bcol * bc as u64 + j);
+                        }
+                    }
+                }
+                let values = self.values.clone().reshape([batch * nse * br * bc, dense]);
+                let sorted_unique = self.layout == Layout::Csr;
+                Entries { sizes, keys, values, sorted_unique }
+            }
+        }
+    }
+
+    /// torch's `to_dense()`: unspecified elements are zero, duplicates are summed.
+    pub fn to_dense(&self) -> Tensor<D> {
+        let e = self.entries();
+        let items = numel(&e.sizes);
+        let keys = e.keys.into_iter().map(|k| k as i64).collect();
+        scatter_add_rows(e.values, keys, items).reshape(self.shape)
+    }
+
+    /// TensorFlow's `toTensor(defaultValue)`: unspecified elements take `default_value`.
+    pub fn to_dense_with(&self, default_value: f64) -> Tensor<D> {
+        let dense = self.to_dense();
+        if default_value == 0.0 {
+            return dense;
+        }
+        let e = self.entries();
+        let item = numel(self.dense_shape());
+        let mut fill = vec![default_value; numel(&e.sizes)];
+        for &k in &e.keys {
+            fill[k as usize] = 0.0;
+        }
+        let fill: Vec<f64> = fill.into_iter().flat_map(|v| std::iter::repeat_n(v, item)).collect();
+        let fill = Tensor::<D>::from_data(TensorData::new(fill, self.shape), (&dense.device(), dense.dtype()));
+        dense + fill
+    }
+
+    /// TensorFlow's `toTensor(defaultValue, validateIndices = true)`: an error unless the COO
+    /// indices are in lexicographic order without repeats.
+    pub fn to_dense_validated(&self, default_value: f64) -> Result<Tensor<D>> {
+        if self.layout == Layout::Coo {
+            validate::check_sorted_unique(&self.entries().keys)?;
+        }
+        Ok(self.to_dense_with(default_value))
+    }
+
+    /// torch's `coalesce()`: indices sorted lexicographically and unique, duplicates summed.
+    pub fn coalesce(&self) -> Self {
+        if self.coalesced {
+            return self.clone();
+        }
+        let e = self.entries();
+        let bound = numel(&e.sizes) as u64;
+        let plan = sort::coalesce_plan(&e.keys, bound);
+        if plan.identity {
+            return Self { coalesced: true, ..self.clone() };
+        }
+        let n = plan.unique_keys.len();
+        let values = scatter_add_rows(e.values, plan.segment, n);
+        let indices = int_tensor(keys::delinearize(&plan.unique_keys, &e.sizes), [e.sizes.len(), n], self.index_dtype(), &self.device());
+        Self { indices: Indices::Coo(indices), values, coalesced: true, ..self.clone() }
+    }
+
+    /// TensorFlow's `sparse_reorder`: entries sorted lexicographically (stable), duplicates kept.
+    pub fn reorder(&self) -> Self {
+        let Indices::Coo(indices) = &self.indices else { return self.clone() };
+        let e = self.entries();
+        if sort::is_sorted(&e.keys) {
+            return Self { coalesced: sort::is_strictly_increasing(&e.keys), ..self.clone() };
+        }
+        let perm = sort::stable_sort_perm(&e.keys, numel(&e.sizes) as u64);
+        let sorted: Vec<u64> = perm.iter().map(|&p| e.keys[p as usize]).collect();
+        let device = self.device();
+        let indices = indices.clone().select(1, gather_index(perm.clone(), &device));
+        let values = gather_rows(self.values.clone(), perm);
+        Self { indices: Indices::Coo(indices), values, coalesced: sort::is_strictly_increasing(&sorted), ..self.clone() }
+    }
+
+    /// torch's `to_sparse_coo()`: compressed layouts become COO over batch + 2 sparse dims
+    /// (blocks expanded to elements); a COO tensor is returned as is.
+    pub fn to_sparse_coo(&self) -> Self {
+        if self.layout == Layout::Coo {
+            return self.clone();
+        }
+        let e = self.entries();
+        let n = e.keys.len();
+        let m = e.sizes.len();
+        let indices = int_tensor(keys::delinearize(&e.keys, &e.sizes), [m, n], self.index_dtype(), &self.device());
+        Self {
+            layout: Layout::Coo,
+            batch_dim: 0,
+            sparse_dim: m,
+            blocksize: None,
+            indices: Indices::Coo(indices),
+            values: e.values,
+            coalesced: e.sorted_unique || n < 2,
+            ..self.clone()
+        }
+    }
+
+    /// torch's `to_sparse_csr()`.
+    pub fn to_sparse_csr(&self) -> Result<Self> {
+        self.to_layout(Layout::Csr, None)
+    }
+
+    /// torch's `to_sparse_csc()`.
+    pub fn to_sparse_csc(&self) -> Result<Self> {
+        self.to_layout(Layout::Csc, None)
+    }
+
+    /// torch's `to_sparse_bsr(blocksize)`.
+    pub fn to_sparse_bsr(&self, blocksize: [usize; 2]) -> Result<Self> {
+        self.to_layout(Layout::Bsr, Some(blocksize))
+    }
+
+    /// torch's `to_sparse_bsc(blocksize)`.
+    pub fn to_sparse_bsc(&self, blocksize: [usize; 2]) -> Result<Self> {
+        self.to_layout(Layout::Bsc, Some(blocksize))
+    }
+
+    /// Converts to any layout; BSR/BSC need a block size. A COO source needs at least 2 sparse
+    /// dims for a compressed target: the ones before the last two become batch dims.
+    pub fn to_layout(&self, layout: Layout, blocksize: Option<[usize; 2]>) -> Result<Self> {
+        if layout == Layout::Coo {
+            return Ok(self.to_sparse_coo());
+        }
+        let blocksize = match (layout.is_blocked(), blocksize) {
+            (true, Some(b)) => b,
+            (true, None) => return Err(SparseError::InvalidArgument { operation: "to_sparse", message: format!("{} needs a blocksize", layout.name()) }),
+            (false, _) => [1, 1],
+        };
+        if self.layout == layout && self.blocksize.unwrap_or([1, 1]) == blocksize {
+            return Ok(self.clone());
+        }
+        if self.sparse_dim < 2 {
+            return Err(SparseError::InvalidArgument {
+                operation: "to_sparse",
+                message: format!("{} needs 2 sparse dims, the tensor has {}", layout.name(), self.sparse_dim),
+            });
+        }
+        let e = self.entries();
+        self.entries_to_compressed(e, layout, blocksize)
+    }
+
+    fn entries_to_compressed(&self, e: Entries, layout: Layout, [br, bc]: [usize; 2]) -> Result<Self> {
+        let b = e.sizes.len() - 2;
+        let (rows, cols) = (e.sizes[b], e.sizes[b + 1]);
+        for (dim, size, block) in [(b, rows, br), (b + 1, cols, bc)] {
+            if block == 0 || size % block != 0 {
+                return Err(SparseError::BlocksizeMismatch { dim, size, block });
+            }
+        }
+        let (mb, nb) = (rows / br, cols / bc);
+        let (n_comp, n_plain) = if layout.compresses_rows() { (mb, nb) } else { (nb, mb) };
+        let batch = numel(&e.sizes[..b]);
+        let (rows64, cols64) = (rows as u64, cols as u64);
+        let mut block_keys = Vec::with_capacity(e.keys.len());
+        let mut inner = Vec::with_capacity(e.keys.len());
+        for &k in &e.keys {
+            let (bi, rem) = (k / (rows64 * cols64), k % (rows64 * cols64));
+            let (r, c) = (rem / cols64, rem % cols64);
+            let (brow, bcol) = (r / br as u64, c / bc as u64);
+            let (comp, plain) = if layout.compresses_rows() { (brow, bcol) } else { (bcol, brow) };
+            block_keys.push((bi * n_comp as u64 + comp) * n_plain as u64 + plain);
+            inner.push((r % br as u64) * bc as u64 + c % bc as u64);
+        }
+        let bound = (batch * n_comp * n_plain) as u64;
+        let plan = sort::coalesce_plan(&block_keys, bound);
+        let nblocks = plan.unique_keys.len();
+        let block_len = (br * bc) as i64;
+        let dense = e.values.dims()[1];
+        let values = if plan.identity && br * bc == 1 {
+            e.values
+        } else {
+            let targets = plan.segment.iter().zip(&inner).map(|(&s, &i)| s * block_len + i as i64).collect();
+            scatter_add_rows(e.values, targets, nblocks * br * bc)
+        };
+        let values = values.reshape([nblocks, br * bc * dense]);
+        let per_plane = (n_comp * n_plain) as u64;
+        let batch_of: Vec<usize> = plan.unique_keys.iter().map(|&k| (k / per_plane.max(1)) as usize).collect();
+        let nse = equal_batch_nse(&batch_of, batch)?;
+        let comp: Vec<i64> = plan.unique_keys.iter().map(|&k| ((k % per_plane) / n_plain as u64) as i64).collect();
+        let plain: Vec<i64> = plan.unique_keys.iter().map(|&k| (k % n_plain as u64) as i64).collect();
+        self.assemble_compressed(layout, [br, bc], comp, plain, values, batch, nse, n_comp)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble_compressed(
+        &self,
+        layout: Layout,
+        blocksize: [usize; 2],
+        comp: Vec<i64>,
+        plain: Vec<i64>,
+        values: Tensor<2>,
+        batch: usize,
+        nse: usize,
+        n_comp: usize,
+    ) -> Result<Self> {
+        let dtype = self.index_dtype();
+        let (max, name) = validate::index_dtype_max(dtype)?;
+        let b = self.shape_batch_dim_for_compressed();
+        if nse as u128 > max as u128 {
+            return Err(SparseError::DimensionTooLarge { component: "nse", dim: b, size: nse, index_dtype: name, max });
+        }
+        let device = self.device();
+        let compressed = compress::compress(&comp, batch, nse, n_comp);
+        Ok(Self {
+            layout,
+            batch_dim: b,
+            sparse_dim: 2,
+            blocksize: layout.is_blocked().then_some(blocksize),
+            indices: Indices::Compressed {
+                compressed: int_tensor(compressed, [batch, n_comp + 1], dtype, &device),
+                plain: int_tensor(plain, [batch, nse], dtype, &device),
+            },
+            values,
+            coalesced: true,
+            ..self.clone()
+        })
+    }
+
+    /// Batch dims of this tensor viewed as compressed: all indexed dims but the last two.
+    fn shape_batch_dim_for_compressed(&self) -> usize {
+        match self.layout {
+            Layout::Coo => self.sparse_dim - 2,
+            _ => self.batch_dim,
+        }
+    }
+}
+
+/// The common per-batch count of sorted batch ids, or the first batch entry that differs.
+fn equal_batch_nse(batch_of: &[usize], batch: usize) -> Result<usize> {
+    if batch == 0 {
+        return Ok(0);
+    }
+    let mut counts = vec![0usize; batch];
+    for &b in batch_of {
+        counts[b] += 1;
+    }
+    match counts.iter().position(|&c| c != counts[0]) {
+        None => Ok(counts[0]),
+        Some(b) => Err(SparseError::UnequalBatchNse { batch: b, nse: counts[b], expected: counts[0] }),
+    }
+}
+
+/// How a dense tensor is to be stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SparseSpec {
+    /// The target layout.
+    pub layout: Layout,
+    /// Trailing dims kept dense (hybrid); for COO the sparse dims are the rest.
+    pub dense_dim: usize,
+    /// Block size for BSR/BSC.
+    pub blocksize: Option<[usize; 2]>,
+    /// Index dtype (torch: int64).
+    pub index_dtype: DType,
+}
+
+impl SparseSpec {
+    /// `layout` with no dense dims, no blocks and int64 indices.
+    pub fn new(layout: Layout) -> Self {
+        Self { layout, dense_dim: 0, blocksize: None, index_dtype: DType::I64 }
+    }
+}
+
+/// Items of `flat` ([items, item_len]) holding a non-zero element.
+fn nonzero_rows(flat: &Tensor<2>) -> Vec<i64> {
+    let item = flat.dims()[1];
+    with_floats(flat, |s| match_floats!(s, v => nonzero_items(v, item)))
+}
+
+/// Dense -> sparse in any layout (the body of `ToSparse`).
+pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Result<SparseTensor<D>> {
+    let shape = dense.dims();
+    let k = spec.dense_dim;
+    if k > D || (spec.layout == Layout::Coo && k == D) || (spec.layout.is_compressed() && k + 2 > D) {
+        return Err(SparseError::InvalidArgument {
+            operation: "to_sparse",
+            message: format!("dense_dim {k} leaves too few sparse dims in a tensor of rank {D} for {}", spec.layout.name()),
+        });
+    }
+    validate::check_shape(&shape[..D - k], spec.index_dtype)?;
+    validate::check_numel(&shape)?;
+    let device = dense.device();
+    let m = D - k;
+    let item = numel(&shape[m..]);
+    if spec.layout == Layout::Coo {
+        let items = numel(&shape[..m]);
+        let flat = dense.reshape([items, item]);
+        let ids = nonzero_rows(&flat);
+        let keys_u: Vec<u64> = ids.iter().map(|&i| i as u64).collect();
+        let n = ids.len();
+        let indices = int_tensor(keys::delinearize(&keys_u, &shape[..m]), [m, n], spec.index_dtype, &device);
+        let values = gather_rows(flat, ids);
+        return Ok(SparseTensor {
+            layout: Layout::Coo,
+            shape,
+            batch_dim: 0,
+            sparse_dim: m,
+            dense_dim: k,
+            blocksize: None,
+            indices: Indices::Coo(indices),
+            values,
+            coalesced: true,
+        });
+    }
+    let b = D - 2 - k;
+    let [br, bc] = if spec.layout.is_blocked() {
+        spec.blocksize.ok_or_else(|| SparseError::InvalidArgument { operation: "to_sparse", message: format!("{} needs a blocksize", spec.layout.name()) })?
+    } else {
+        [1, 1]
+    };
+    let (rows, cols) = (shape[b], shape[b + 1]);
+    for (dim, size, block) in [(b, rows, br), (b + 1, cols, bc)] {
+        if block == 0 || size % block != 0 {
+            return Err(SparseError::BlocksizeMismatch { dim, size, block });
+        }
+    }
+    let batch = numel(&shape[..b]);
+    let (mb, nb) = (rows / br, cols / bc);
+    let blocks = dense.reshape([batch, mb, br, nb, bc, item]);
+    let (n_comp, n_plain, flat) = if spec.layout == Layout::Csr {
+        (mb, nb, blocks.reshape([batch * mb * nb, item]))
+    } else if spec.layout.compresses_rows() {
+        (mb, nb, blocks.permute([0, 1, 3, 2, 4, 5]).reshape([batch * mb * nb, br * bc * item]))
+    } else {
+        (nb, mb, blocks.permute([0, 3, 1, 2, 4, 5]).reshape([batch * mb * nb, br * bc * item]))
+    };
+    let ids = nonzero_rows(&flat);
+    let per_plane = (n_comp * n_plain) as i64;
+    let batch_of: Vec<usize> = ids.iter().map(|&i| (i / per_plane.max(1)) as usize).collect();
+    let nse = equal_batch_nse(&batch_of, batch)?;
+    let comp: Vec<i64> = ids.iter().map(|&i| (i % per_plane) / n_plain as i64).collect();
+    let plain: Vec<i64> = ids.iter().map(|&i| i % n_plain as i64).collect();
+    let values = gather_rows(flat, ids);
+    let (max, name) = validate::index_dtype_max(spec.index_dtype)?;
+    if nse as u128 > max as u128 {
+        return Err(SparseError::DimensionTooLarge { component: "nse", dim: b, size: nse, index_dtype: name, max });
+    }
+    let compressed = compress::compress(&comp, batch, nse, n_comp);
+    Ok(SparseTensor {
+        layout: spec.layout,
+        shape,
+        batch_dim: b,
+        sparse_dim: 2,
+        dense_dim: k,
+        blocksize: spec.layout.is_blocked().then_some([br, bc]),
+        indices: Indices::Compressed {
+            compressed: int_tensor(compressed, [batch, n_comp + 1], spec.index_dtype, &device),
+            plain: int_tensor(plain, [batch, nse], spec.index_dtype, &device),
+        },
+        values,
+        coalesced: true,
+    })
+}

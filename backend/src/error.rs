@@ -1,0 +1,245 @@
+//! `SparseError`: every way a sparse tensor can be malformed or misused, each naming the
+//! component, the position and the offending value so the caller can find it in their data.
+
+use core::fmt;
+
+/// An invalid sparse tensor or an invalid request on one.
+///
+/// Checked constructors and conversions return it instead of panicking; every variant names the
+/// component (`"indices"`, `"crow_indices"`, `"values"`, ...) and where the problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SparseError {
+    /// An index outside `0..size` of its dimension.
+    IndexOutOfBounds {
+        /// The index tensor holding it.
+        component: &'static str,
+        /// The dimension the index addresses.
+        dim: usize,
+        /// The entry (column of `indices`, or position in a plain index tensor).
+        position: usize,
+        /// The offending value.
+        value: i64,
+        /// The size of the dimension.
+        size: usize,
+    },
+    /// A component whose shape does not match what the others imply.
+    ShapeMismatch {
+        /// The component with the wrong shape.
+        component: &'static str,
+        /// The shape implied by the other components and the size.
+        expected: Vec<usize>,
+        /// The shape given.
+        actual: Vec<usize>,
+    },
+    /// Compressed indices must start at 0.
+    CompressedStart {
+        /// `crow_indices` or `ccol_indices`.
+        component: &'static str,
+        /// The batch entry (0 without batch dims).
+        batch: usize,
+        /// The first value found.
+        value: i64,
+    },
+    /// Compressed indices must be non-decreasing.
+    CompressedDecreasing {
+        /// `crow_indices` or `ccol_indices`.
+        component: &'static str,
+        /// The batch entry.
+        batch: usize,
+        /// The position of the value smaller than its predecessor.
+        position: usize,
+        /// The predecessor.
+        previous: i64,
+        /// The offending value.
+        value: i64,
+    },
+    /// Compressed indices must end at the number of specified elements.
+    CompressedEnd {
+        /// `crow_indices` or `ccol_indices`.
+        component: &'static str,
+        /// The batch entry.
+        batch: usize,
+        /// The number of specified elements (per batch entry).
+        expected: usize,
+        /// The last value found.
+        value: i64,
+    },
+    /// Plain indices must be strictly increasing within a compressed row (column).
+    PlainUnsorted {
+        /// `col_indices` or `row_indices`.
+        component: &'static str,
+        /// The batch entry.
+        batch: usize,
+        /// The compressed row (column, block row, block column).
+        segment: usize,
+        /// The position in the plain index tensor.
+        position: usize,
+        /// The index before it.
+        previous: i64,
+        /// The offending value.
+        value: i64,
+    },
+    /// The same plain index twice within a compressed row (column).
+    PlainDuplicate {
+        /// `col_indices` or `row_indices`.
+        component: &'static str,
+        /// The batch entry.
+        batch: usize,
+        /// The compressed row (column).
+        segment: usize,
+        /// The position of the repeat.
+        position: usize,
+        /// The repeated value.
+        value: i64,
+    },
+    /// A dimension (or the number of specified elements) too large for the index dtype.
+    DimensionTooLarge {
+        /// `"size"` for a dimension, `"nse"` for the element count of compressed indices.
+        component: &'static str,
+        /// The dimension.
+        dim: usize,
+        /// Its size.
+        size: usize,
+        /// The index dtype, as text (`"int32"`).
+        index_dtype: &'static str,
+        /// The largest value the dtype holds.
+        max: i64,
+    },
+    /// The shape has more elements than an `i64` can count.
+    ElementCountOverflow {
+        /// The shape.
+        shape: Vec<usize>,
+    },
+    /// A block size that does not divide the matrix dimension it tiles.
+    BlocksizeMismatch {
+        /// The sparse dimension (row or column) of the shape.
+        dim: usize,
+        /// Its size.
+        size: usize,
+        /// The block extent along it.
+        block: usize,
+    },
+    /// Batched compressed tensors need the same number of specified elements in every batch entry.
+    UnequalBatchNse {
+        /// The first batch entry whose count differs from batch entry 0.
+        batch: usize,
+        /// Its count.
+        nse: usize,
+        /// Batch entry 0's count.
+        expected: usize,
+    },
+    /// A dtype the component cannot hold.
+    UnsupportedDtype {
+        /// The component.
+        component: &'static str,
+        /// The dtype found, as Debug text.
+        dtype: String,
+    },
+    /// An operation that needs coalesced input (torch: `indices()` on an uncoalesced tensor).
+    Uncoalesced {
+        /// The operation.
+        operation: &'static str,
+    },
+    /// An operation that does not accept this layout.
+    UnsupportedLayout {
+        /// The operation.
+        operation: &'static str,
+        /// The layout given, as text.
+        layout: &'static str,
+    },
+    /// Indices not in lexicographic order where an operation requires it (TensorFlow's
+    /// validating dense conversion).
+    NotSorted {
+        /// The entry that comes before its predecessor.
+        position: usize,
+    },
+    /// The same index twice where an operation forbids it.
+    RepeatedIndex {
+        /// The second occurrence.
+        position: usize,
+    },
+    /// Arguments inconsistent with each other (dimension counts, ranks).
+    InvalidArgument {
+        /// The operation.
+        operation: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl fmt::Display for SparseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use SparseError::*;
+        match self {
+            IndexOutOfBounds { component, dim, position, value, size } => write!(
+                f,
+                "{component}: index {value} at position {position} is out of bounds for dimension {dim} of size {size}"
+            ),
+            ShapeMismatch { component, expected, actual } => {
+                write!(f, "{component}: expected shape {expected:?}, got {actual:?}")
+            }
+            CompressedStart { component, batch, value } => write!(
+                f,
+                "{component}[{batch}]: compressed indices must start with 0, got {value}"
+            ),
+            CompressedDecreasing { component, batch, position, previous, value } => write!(
+                f,
+                "{component}[{batch}]: compressed indices must be non-decreasing, got {value} at position {position} after {previous}"
+            ),
+            CompressedEnd { component, batch, expected, value } => write!(
+                f,
+                "{component}[{batch}]: compressed indices must end with nse = {expected}, got {value}"
+            ),
+            PlainUnsorted { component, batch, segment, position, previous, value } => write!(
+                f,
+                "{component}[{batch}]: plain indices must be sorted within segment {segment}, got {value} at position {position} after {previous}"
+            ),
+            PlainDuplicate { component, batch, segment, position, value } => write!(
+                f,
+                "{component}[{batch}]: plain index {value} repeated within segment {segment} at position {position}"
+            ),
+            DimensionTooLarge { component, dim, size, index_dtype, max } => write!(
+                f,
+                "{component}: {size} (dimension {dim}) does not fit the index dtype {index_dtype} (max {max})"
+            ),
+            ElementCountOverflow { shape } => {
+                write!(f, "shape {shape:?} has more elements than i64 can count")
+            }
+            BlocksizeMismatch { dim, size, block } => write!(
+                f,
+                "blocksize: block extent {block} does not divide dimension {dim} of size {size}"
+            ),
+            UnequalBatchNse { batch, nse, expected } => write!(
+                f,
+                "batch entry {batch} has {nse} specified elements, batch entry 0 has {expected}: batched compressed tensors need equal counts"
+            ),
+            UnsupportedDtype { component, dtype } => {
+                write!(f, "{component}: unsupported dtype {dtype}")
+            }
+            Uncoalesced { operation } => write!(
+                f,
+                "Cannot get {operation} on an uncoalesced tensor, please call .coalesce() first"
+            ),
+            UnsupportedLayout { operation, layout } => {
+                write!(f, "{operation}: unsupported tensor layout {layout}")
+            }
+            NotSorted { position } => write!(
+                f,
+                "indices: entry {position} is out of lexicographic order"
+            ),
+            RepeatedIndex { position } => {
+                write!(f, "indices: entry {position} repeats the index before it")
+            }
+            InvalidArgument { operation, message } => write!(f, "{operation}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for SparseError {}
+
+/// Shorthand for results of fallible sparse operations.
+pub type Result<T> = core::result::Result<T, SparseError>;
+
+pub(crate) fn invalid(operation: &'static str, message: impl Into<String>) -> SparseError {
+    SparseError::InvalidArgument { operation, message: message.into() }
+}

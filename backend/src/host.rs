@@ -1,0 +1,224 @@
+//! Host access to tensor data for the index-algebra kernels, behind the burn extension trait
+//! [`HostAccess`].
+//!
+//! Index algebra (sorting, coalescing, compressing, validating) is untracked integer work that
+//! runs on the CPU over slices. Flex hands out its storage zero-copy; every other backend gets a
+//! correct default that reads the tensor back. Autodiff devices delegate to their inner backend:
+//! reading data never records anything on the graph.
+
+use burn::backend::{
+    backend_extension, read_sync,
+    tensor::{FloatTensor, IntTensor},
+    Backend, Flex, TensorMetadata,
+};
+use burn::tensor::{DType, TensorData};
+use half::{bf16, f16};
+
+/// A borrowed view of integer tensor data, in its stored dtype.
+#[derive(Debug, Clone, Copy)]
+pub enum IntSlice<'a> {
+    /// 64-bit indices.
+    I64(&'a [i64]),
+    /// 32-bit indices.
+    I32(&'a [i32]),
+    /// 16-bit indices.
+    I16(&'a [i16]),
+    /// 8-bit indices.
+    I8(&'a [i8]),
+}
+
+/// A borrowed view of float tensor data, in its stored dtype.
+#[derive(Debug, Clone, Copy)]
+pub enum FloatSlice<'a> {
+    /// f64 values.
+    F64(&'a [f64]),
+    /// f32 values.
+    F32(&'a [f32]),
+    /// f16 values.
+    F16(&'a [f16]),
+    /// bf16 values.
+    BF16(&'a [bf16]),
+}
+
+impl IntSlice<'_> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            IntSlice::I64(s) => s.len(),
+            IntSlice::I32(s) => s.len(),
+            IntSlice::I16(s) => s.len(),
+            IntSlice::I8(s) => s.len(),
+        }
+    }
+
+    /// Whether the view holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values widened to i64 (a copy; kernels that care about speed match on the variant).
+    pub fn to_i64(&self) -> Vec<i64> {
+        match self {
+            IntSlice::I64(s) => s.to_vec(),
+            IntSlice::I32(s) => s.iter().map(|&v| v as i64).collect(),
+            IntSlice::I16(s) => s.iter().map(|&v| v as i64).collect(),
+            IntSlice::I8(s) => s.iter().map(|&v| v as i64).collect(),
+        }
+    }
+}
+
+impl FloatSlice<'_> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            FloatSlice::F64(s) => s.len(),
+            FloatSlice::F32(s) => s.len(),
+            FloatSlice::F16(s) => s.len(),
+            FloatSlice::BF16(s) => s.len(),
+        }
+    }
+
+    /// Whether the view holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values widened to f64 (a copy, for printing and checks, not for hot paths).
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            FloatSlice::F64(s) => s.to_vec(),
+            FloatSlice::F32(s) => s.iter().map(|&v| v as f64).collect(),
+            FloatSlice::F16(s) => s.iter().map(|v| v.to_f64()).collect(),
+            FloatSlice::BF16(s) => s.iter().map(|v| v.to_f64()).collect(),
+        }
+    }
+}
+
+fn with_int_data(data: &TensorData, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {
+    let n = data.num_elements();
+    match data.dtype() {
+        DType::I64 => f(IntSlice::I64(data.as_slice().expect("i64 data"))),
+        DType::I32 => f(IntSlice::I32(data.as_slice().expect("i32 data"))),
+        DType::I16 => f(IntSlice::I16(data.as_slice().expect("i16 data"))),
+        DType::I8 => f(IntSlice::I8(data.as_slice().expect("i8 data"))),
+        other => {
+            let data = data.clone().convert_dtype(DType::I64);
+            let _ = other;
+            f(IntSlice::I64(data.as_slice().expect("i64 data")))
+        }
+    }
+    n
+}
+
+fn with_float_data(data: &TensorData, f: &mut dyn FnMut(FloatSlice<'_>)) -> usize {
+    let n = data.num_elements();
+    match data.dtype() {
+        DType::F64 => f(FloatSlice::F64(data.as_slice().expect("f64 data"))),
+        DType::F32 => f(FloatSlice::F32(data.as_slice().expect("f32 data"))),
+        DType::F16 => f(FloatSlice::F16(data.as_slice().expect("f16 data"))),
+        DType::BF16 => f(FloatSlice::BF16(data.as_slice().expect("bf16 data"))),
+        _ => {
+            let data = data.clone().convert_dtype(DType::F32);
+            f(FloatSlice::F32(data.as_slice().expect("f32 data")))
+        }
+    }
+    n
+}
+
+/// Borrowing host views of tensor storage, the one door through which index algebra reaches data.
+#[backend_extension(Flex, Autodiff)]
+pub trait HostAccess: Backend {
+    /// Calls `f` with the elements of an Int tensor in row-major order.
+    fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {
+        let data = read_sync(Self::int_into_data(tensor)).expect("int tensor readback");
+        with_int_data(&data, f)
+    }
+
+    /// Calls `f` with the elements of a Float tensor in row-major order.
+    fn with_float_slice(tensor: &FloatTensor<Self>, f: &mut dyn FnMut(FloatSlice<'_>)) -> usize {
+        let data =
+            read_sync(Self::float_into_data(tensor.clone())).expect("float tensor readback");
+        with_float_data(&data, f)
+    }
+}
+
+impl HostAccess for Flex {
+    fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {
+        let t = if tensor.is_contiguous() && tensor.layout().start_offset() == 0 {
+            tensor
+        } else {
+            tensor.to_contiguous()
+        };
+        let n = t.shape().num_elements();
+        match t.dtype() {
+            DType::I64 => f(IntSlice::I64(t.as_slice::<i64>().expect("contiguous i64"))),
+            DType::I32 => f(IntSlice::I32(t.as_slice::<i32>().expect("contiguous i32"))),
+            DType::I16 => f(IntSlice::I16(t.as_slice::<i16>().expect("contiguous i16"))),
+            DType::I8 => f(IntSlice::I8(t.as_slice::<i8>().expect("contiguous i8"))),
+            _ => return with_int_data(&t.into_data(), f),
+        }
+        n
+    }
+
+    fn with_float_slice(tensor: &FloatTensor<Self>, f: &mut dyn FnMut(FloatSlice<'_>)) -> usize {
+        let contiguous;
+        let t = if tensor.is_contiguous() && tensor.layout().start_offset() == 0 {
+            tensor
+        } else {
+            contiguous = tensor.to_contiguous();
+            &contiguous
+        };
+        let n = t.shape().num_elements();
+        match t.dtype() {
+            DType::F64 => f(FloatSlice::F64(t.as_slice::<f64>().expect("contiguous f64"))),
+            DType::F32 => f(FloatSlice::F32(t.as_slice::<f32>().expect("contiguous f32"))),
+            DType::F16 => f(FloatSlice::F16(t.as_slice::<f16>().expect("contiguous f16"))),
+            DType::BF16 => f(FloatSlice::BF16(t.as_slice::<bf16>().expect("contiguous bf16"))),
+            _ => return with_float_data(&t.clone().into_data(), f),
+        }
+        n
+    }
+}
+
+mod autodiff_impl {
+    use super::*;
+    use burn::backend::autodiff::{checkpoint::strategy::CheckpointStrategy, Autodiff};
+
+    impl<B: HostAccess, C: CheckpointStrategy> HostAccess for Autodiff<B, C> {
+        fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {
+            B::with_int_slice(tensor, f)
+        }
+
+        fn with_float_slice(tensor: &FloatTensor<Self>, f: &mut dyn FnMut(FloatSlice<'_>)) -> usize {
+            B::with_float_slice(tensor.primitive(), f)
+        }
+    }
+}
+
+/// Runs `f` on the host view of an Int tensor of any device.
+pub fn with_ints<const D: usize, R>(
+    tensor: &burn::Tensor<D, burn::tensor::Int>,
+    f: impl FnOnce(IntSlice<'_>) -> R,
+) -> R {
+    let mut f = Some(f);
+    let mut out = None;
+    let prim = tensor.clone().into_dispatch();
+    <burn::backend::Dispatch as HostAccess>::with_int_slice(prim, &mut |s| {
+        out = Some((f.take().expect("called once"))(s))
+    });
+    out.expect("host access callback ran")
+}
+
+/// Runs `f` on the host view of a Float tensor of any device.
+pub fn with_floats<const D: usize, R>(
+    tensor: &burn::Tensor<D>,
+    f: impl FnOnce(FloatSlice<'_>) -> R,
+) -> R {
+    let mut f = Some(f);
+    let mut out = None;
+    let prim = tensor.clone().into_dispatch();
+    <burn::backend::Dispatch as HostAccess>::with_float_slice(&prim, &mut |s| {
+        out = Some((f.take().expect("called once"))(s))
+    });
+    out.expect("host access callback ran")
+}

@@ -1,0 +1,44 @@
+//! # sparsegrad
+//!
+//! Sparse tensors with automatic differentiation for burn: every layout of `torch.sparse` (COO,
+//! CSR, CSC, BSR, BSC, with batch and dense dims), checked constructors that say what is wrong
+//! and where, conversions that are differentiable with respect to values, and a numerical
+//! gradient checker.
+//!
+//! ```
+//! use burn::tensor::{Device, Int, Tensor, TensorData, DType};
+//! use sparsegrad::prelude::*;
+//!
+//! let device = Device::flex();
+//! let indices = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 1, 1, 2, 0, 2], [2, 3]), (&device, DType::I64));
+//! let values = Tensor::<1>::from_floats([3.0, 4.0, 5.0], &device);
+//! let s = SparseTensor::coo(indices, values, [2, 3]).unwrap();
+//! assert_eq!(s.to_dense().into_data().to_vec::<f32>().unwrap(), vec![0.0, 0.0, 3.0, 4.0, 0.0, 5.0]);
+//! let csr = s.to_sparse_csr().unwrap();
+//! assert_eq!(csr.crow_indices::<1>().unwrap().into_data().to_vec::<i64>().unwrap(), vec![0, 1, 3]);
+//! ```
+
+pub use sparsegrad_autodiff as autodiff;
+pub use sparsegrad_backend as backend;
+pub use sparsegrad_backend::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
+
+/// The numerical gradient checker (`sparsegrad::gradcheck::gradcheck`).
+pub mod gradcheck {
+    pub use sparsegrad_autodiff::gradcheck::*;
+}
+
+/// Sparse layers.
+pub mod nn {
+    pub use sparsegrad_nn::*;
+}
+
+/// torch.sparse's free functions.
+pub mod sparse {
+    pub use sparsegrad_backend::convert::dense_to_sparse;
+}
+
+/// `use sparsegrad::prelude::*;` brings the type, its layouts, errors and `ToSparse`.
+pub mod prelude {
+    pub use crate::sparse;
+    pub use crate::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
+}
