@@ -8,7 +8,7 @@ use crate::error::{invalid, Result, SparseError};
 use crate::host::with_ints;
 use crate::layout::Layout;
 use crate::tensor::{Indices, SparseTensor};
-use crate::util::numel;
+use crate::util::{numel, reshape, reshape_int};
 use crate::match_ints;
 use burn::tensor::{DType, Device, Int, Tensor};
 
@@ -51,8 +51,9 @@ impl<const D: usize> SparseTensor<D> {
         if vdims.as_slice() != expected.as_slice() {
             return Err(SparseError::ShapeMismatch { component: "values", expected, actual: vdims.to_vec() });
         }
-        check_shape(&shape[..sparse_dim], indices.dtype())?;
+        // The whole shape first, so an overflow reports it with its dense dims.
         check_numel(&shape)?;
+        check_shape(&shape[..sparse_dim], indices.dtype())?;
         let item = numel(&shape[sparse_dim..]);
         Ok(Self {
             layout: Layout::Coo,
@@ -61,7 +62,7 @@ impl<const D: usize> SparseTensor<D> {
             sparse_dim,
             dense_dim,
             blocksize: None,
-            values: values.reshape([nse, item]),
+            values: reshape(values, [nse, item]),
             indices: Indices::Coo(indices),
             coalesced: nse < 2,
         })
@@ -195,8 +196,8 @@ impl<const D: usize> SparseTensor<D> {
         }
         vlast.extend_from_slice(&shape[batch_dim + 2..]);
         check("values", vdims.to_vec(), &vlast)?;
-        check_shape(&shape[..batch_dim + 2], compressed.dtype())?;
         check_numel(&shape)?;
+        check_shape(&shape[..batch_dim + 2], compressed.dtype())?;
         let (max, name) = index_dtype_max(compressed.dtype())?;
         if nse as u128 > max as u128 {
             return Err(SparseError::DimensionTooLarge { component: "nse", dim: batch_dim, size: nse, index_dtype: name, max });
@@ -210,10 +211,10 @@ impl<const D: usize> SparseTensor<D> {
             sparse_dim: 2,
             dense_dim,
             blocksize,
-            values: values.reshape([batch_numel * nse, item]),
+            values: reshape(values, [batch_numel * nse, item]),
             indices: Indices::Compressed {
-                compressed: compressed.reshape([batch_numel, n_comp + 1]),
-                plain: plain.reshape([batch_numel, nse]),
+                compressed: reshape_int(compressed, [batch_numel, n_comp + 1]),
+                plain: reshape_int(plain, [batch_numel, nse]),
             },
             coalesced: true,
         })
@@ -257,8 +258,8 @@ impl<const D: usize> SparseTensor<D> {
         if sparse_dim == 0 || sparse_dim > D {
             return Err(invalid("empty", format!("sparse_dim {sparse_dim} must be in 1..={D}")));
         }
-        check_shape(&shape[..sparse_dim], index_dtype)?;
         check_numel(&shape)?;
+        check_shape(&shape[..sparse_dim], index_dtype)?;
         let item = numel(&shape[sparse_dim..]);
         Ok(Self {
             layout: Layout::Coo,

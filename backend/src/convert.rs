@@ -7,14 +7,16 @@
 //! element entries: one linear key per stored element over the indexed dims, which is also
 //! how duplicates in uncoalesced COO input get summed.
 
-use crate::algebra::{compress, keys, nonzero::nonzero_items, sort, validate};
+use crate::algebra::{compress, keys, keys::FastDiv, nonzero::nonzero_items, sort, validate};
 use crate::error::{Result, SparseError};
 use crate::host::{with_floats, with_ints};
 use crate::layout::Layout;
 use crate::tensor::{Indices, SparseTensor};
-use crate::util::{int_tensor, numel};
+use crate::util::{int_tensor, numel, reshape};
 use crate::{match_floats, match_ints};
-use burn::tensor::{DType, IndexingUpdateOp, Int, Tensor, TensorData};
+use crate::movement::RowMovement;
+use burn::backend::Dispatch;
+use burn::tensor::{DType, Int, Tensor, TensorData};
 
 /// Stored elements in element coordinates: a key over the indexed dims and its dense item.
 pub(crate) struct Entries {
@@ -36,23 +38,16 @@ pub(crate) fn gather_index(ids: Vec<i64>, device: &burn::tensor::Device) -> Tens
 
 /// `zeros([rows, width])` with `values`' rows added at `targets` (duplicates summed).
 pub(crate) fn scatter_add_rows(values: Tensor<2>, targets: Vec<i64>, rows: usize) -> Tensor<2> {
-    let [n, width] = values.dims();
     let device = values.device();
-    let zeros = Tensor::<2>::zeros([rows, width], (&device, values.dtype()));
-    if n == 0 || width == 0 {
-        return zeros;
-    }
-    zeros.select_assign(0, gather_index(targets, &device), values, IndexingUpdateOp::Add)
+    let targets = gather_index(targets, &device).into_dispatch();
+    Tensor::from_dispatch(<Dispatch as RowMovement>::index_add_rows(values.into_dispatch(), targets, rows))
 }
 
 /// `values` rows at `ids`, in that order.
 pub(crate) fn gather_rows(values: Tensor<2>, ids: Vec<i64>) -> Tensor<2> {
-    let width = values.dims()[1];
-    if ids.is_empty() {
-        return Tensor::zeros([0, width], (&values.device(), values.dtype()));
-    }
     let device = values.device();
-    values.select(0, gather_index(ids, &device))
+    let ids = gather_index(ids, &device).into_dispatch();
+    Tensor::from_dispatch(<Dispatch as RowMovement>::gather_rows(values.into_dispatch(), ids))
 }
 
 impl<const D: usize> SparseTensor<D> {
@@ -86,7 +81,7 @@ impl<const D: usize> SparseTensor<D> {
                         }
                     }
                 }
-                let values = self.values.clone().reshape([batch * nse * br * bc, dense]);
+                let values = reshape(self.values.clone(), [batch * nse * br * bc, dense]);
                 let sorted_unique = self.layout == Layout::Csr;
                 Entries { sizes, keys, values, sorted_unique }
             }
@@ -98,7 +93,7 @@ impl<const D: usize> SparseTensor<D> {
         let e = self.entries();
         let items = numel(&e.sizes);
         let keys = e.keys.into_iter().map(|k| k as i64).collect();
-        scatter_add_rows(e.values, keys, items).reshape(self.shape)
+        reshape(scatter_add_rows(e.values, keys, items), self.shape)
     }
 
     /// TensorFlow's `toTensor(defaultValue)`: unspecified elements take `default_value`.
@@ -134,7 +129,7 @@ impl<const D: usize> SparseTensor<D> {
         }
         let e = self.entries();
         let bound = numel(&e.sizes) as u64;
-        let plan = sort::coalesce_plan(&e.keys, bound);
+        let plan = sort::coalesce_plan(e.keys, bound);
         if plan.identity {
             return Self { coalesced: true, ..self.clone() };
         }
@@ -239,16 +234,18 @@ impl<const D: usize> SparseTensor<D> {
         let (rows64, cols64) = (rows as u64, cols as u64);
         let mut block_keys = Vec::with_capacity(e.keys.len());
         let mut inner = Vec::with_capacity(e.keys.len());
+        let (plane, by_col) = (FastDiv::new(rows64 * cols64), FastDiv::new(cols64));
+        let (by_br, by_bc) = (FastDiv::new(br as u64), FastDiv::new(bc as u64));
         for &k in &e.keys {
-            let (bi, rem) = (k / (rows64 * cols64), k % (rows64 * cols64));
-            let (r, c) = (rem / cols64, rem % cols64);
-            let (brow, bcol) = (r / br as u64, c / bc as u64);
+            let (bi, rem) = plane.divmod(k);
+            let (r, c) = by_col.divmod(rem);
+            let ((brow, ri), (bcol, ci)) = (by_br.divmod(r), by_bc.divmod(c));
             let (comp, plain) = if layout.compresses_rows() { (brow, bcol) } else { (bcol, brow) };
             block_keys.push((bi * n_comp as u64 + comp) * n_plain as u64 + plain);
-            inner.push((r % br as u64) * bc as u64 + c % bc as u64);
+            inner.push(ri * bc as u64 + ci);
         }
         let bound = (batch * n_comp * n_plain) as u64;
-        let plan = sort::coalesce_plan(&block_keys, bound);
+        let plan = sort::coalesce_plan(block_keys, bound);
         let nblocks = plan.unique_keys.len();
         let block_len = (br * bc) as i64;
         let dense = e.values.dims()[1];
@@ -258,7 +255,7 @@ impl<const D: usize> SparseTensor<D> {
             let targets = plan.segment.iter().zip(&inner).map(|(&s, &i)| s * block_len + i as i64).collect();
             scatter_add_rows(e.values, targets, nblocks * br * bc)
         };
-        let values = values.reshape([nblocks, br * bc * dense]);
+        let values = reshape(values, [nblocks, br * bc * dense]);
         let per_plane = (n_comp * n_plain) as u64;
         let batch_of: Vec<usize> = plan.unique_keys.iter().map(|&k| (k / per_plane.max(1)) as usize).collect();
         let nse = equal_batch_nse(&batch_of, batch)?;
@@ -369,7 +366,7 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     let item = numel(&shape[m..]);
     if spec.layout == Layout::Coo {
         let items = numel(&shape[..m]);
-        let flat = dense.reshape([items, item]);
+        let flat = reshape(dense, [items, item]);
         let ids = nonzero_rows(&flat);
         let keys_u: Vec<u64> = ids.iter().map(|&i| i as u64).collect();
         let n = ids.len();
@@ -401,26 +398,37 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     }
     let batch = numel(&shape[..b]);
     let (mb, nb) = (rows / br, cols / bc);
-    let blocks = dense.reshape([batch, mb, br, nb, bc, item]);
+    let blocks = reshape(dense, [batch, mb, br, nb, bc, item]);
     let (n_comp, n_plain, flat) = if spec.layout == Layout::Csr {
-        (mb, nb, blocks.reshape([batch * mb * nb, item]))
+        (mb, nb, reshape(blocks, [batch * mb * nb, item]))
     } else if spec.layout.compresses_rows() {
-        (mb, nb, blocks.permute([0, 1, 3, 2, 4, 5]).reshape([batch * mb * nb, br * bc * item]))
+        (mb, nb, reshape(blocks.permute([0, 1, 3, 2, 4, 5]), [batch * mb * nb, br * bc * item]))
     } else {
-        (nb, mb, blocks.permute([0, 3, 1, 2, 4, 5]).reshape([batch * mb * nb, br * bc * item]))
+        (nb, mb, reshape(blocks.permute([0, 3, 1, 2, 4, 5]), [batch * mb * nb, br * bc * item]))
     };
     let ids = nonzero_rows(&flat);
-    let per_plane = (n_comp * n_plain) as i64;
-    let batch_of: Vec<usize> = ids.iter().map(|&i| (i / per_plane.max(1)) as usize).collect();
-    let nse = equal_batch_nse(&batch_of, batch)?;
-    let comp: Vec<i64> = ids.iter().map(|&i| (i % per_plane) / n_plain as i64).collect();
-    let plain: Vec<i64> = ids.iter().map(|&i| i % n_plain as i64).collect();
-    let values = gather_rows(flat, ids);
+    // One pass: plain indices, per-batch counts and per-segment counts (no per-entry temporaries).
+    let (plane, by_plain) = (FastDiv::new((n_comp * n_plain) as u64), FastDiv::new(n_plain as u64));
+    let mut compressed = vec![0i64; batch * (n_comp + 1)];
+    let mut per_batch = vec![0usize; batch];
+    let mut plain = Vec::with_capacity(ids.len());
+    for &i in &ids {
+        let (bi, rem) = plane.divmod(i as u64);
+        let (c, p) = by_plain.divmod(rem);
+        per_batch[bi as usize] += 1;
+        compressed[bi as usize * (n_comp + 1) + c as usize + 1] += 1;
+        plain.push(p as i64);
+    }
+    let nse = per_batch.first().copied().unwrap_or(0);
+    if let Some(bi) = per_batch.iter().position(|&c| c != nse) {
+        return Err(SparseError::UnequalBatchNse { batch: bi, nse: per_batch[bi], expected: nse });
+    }
+    compress::prefix_sum_segments(&mut compressed, batch, n_comp);
     let (max, name) = validate::index_dtype_max(spec.index_dtype)?;
     if nse as u128 > max as u128 {
         return Err(SparseError::DimensionTooLarge { component: "nse", dim: b, size: nse, index_dtype: name, max });
     }
-    let compressed = compress::compress(&comp, batch, nse, n_comp);
+    let values = gather_rows(flat, ids);
     Ok(SparseTensor {
         layout: spec.layout,
         shape,

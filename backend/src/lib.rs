@@ -15,6 +15,7 @@ mod display;
 pub mod error;
 pub mod host;
 pub mod layout;
+pub mod movement;
 pub mod tensor;
 pub mod to_sparse;
 pub mod transpose;

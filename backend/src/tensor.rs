@@ -8,7 +8,7 @@
 
 use crate::error::{Result, SparseError};
 use crate::layout::Layout;
-use crate::util::numel;
+use crate::util::{numel, reshape, reshape_int};
 use burn::tensor::{DType, Device, Int, Tensor};
 
 /// Index components of a sparse tensor.
@@ -145,7 +145,7 @@ impl<const D: usize> SparseTensor<D> {
             });
         }
         let shape: [usize; V] = shape.try_into().expect("rank checked");
-        Ok(self.values.clone().reshape(shape))
+        Ok(reshape(self.values.clone(), shape))
     }
 
     /// torch's `values()`: like `values_raw`, but an error on an uncoalesced COO tensor.
@@ -196,7 +196,7 @@ impl<const D: usize> SparseTensor<D> {
         let mut shape = [0usize; C];
         shape[..self.batch_dim].copy_from_slice(&self.shape[..self.batch_dim]);
         shape[C - 1] = t.dims()[1];
-        Ok(t.clone().reshape(shape))
+        Ok(reshape_int(t.clone(), shape))
     }
 
     /// CSR/BSR compressed row indices `[*batch, rows + 1]` (`C` = batch dims + 1).

@@ -5,7 +5,7 @@
 use crate::convert::gather_index;
 use crate::error::{Result, SparseError};
 use crate::tensor::{Indices, SparseTensor};
-use crate::util::numel;
+use crate::util::{numel, reshape};
 use burn::tensor::Tensor;
 
 impl<const D: usize> SparseTensor<D> {
@@ -48,7 +48,7 @@ impl<const D: usize> SparseTensor<D> {
                     Some([br, bc]) => {
                         let [n, item] = self.values.dims();
                         let dense = item / (br * bc);
-                        self.values.clone().reshape([n, br, bc, dense]).swap_dims(1, 2).reshape([n, item])
+                        reshape(reshape(self.values.clone(), [n, br, bc, dense]).swap_dims(1, 2), [n, item])
                     }
                     None => self.values.clone(),
                 };
@@ -71,8 +71,8 @@ impl<const D: usize> SparseTensor<D> {
     fn swap_dense_dims(&self, a: usize, b: usize) -> Tensor<2> {
         let dense = self.dense_shape();
         let [n, item] = self.values.dims();
-        let block = item / numel(dense);
+        let block = self.blocksize.map_or(1, |[br, bc]| br * bc);
         let shape6 = [n * block, numel(&dense[..a]), dense[a], numel(&dense[a + 1..b]), dense[b], numel(&dense[b + 1..])];
-        self.values.clone().reshape(shape6).swap_dims(2, 4).reshape([n, item])
+        reshape(reshape(self.values.clone(), shape6).swap_dims(2, 4), [n, item])
     }
 }

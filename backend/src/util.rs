@@ -2,7 +2,11 @@
 //! Int tensors in a chosen dtype.
 
 use crate::host::with_ints;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use burn::backend::{
+    ops::{FloatTensorOps, IntTensorOps},
+    Dispatch,
+};
+use burn::tensor::{DType, Device, Int, Shape, Tensor, TensorData};
 
 /// An Int tensor of `shape` holding `data`, stored in `dtype` (values must fit: callers check
 /// dimensions against the dtype before building indices).
@@ -30,4 +34,25 @@ pub(crate) fn read_i64<const N: usize>(t: &Tensor<N, Int>) -> Vec<i64> {
 /// Product of sizes (1 for none).
 pub(crate) fn numel(sizes: &[usize]) -> usize {
     sizes.iter().product()
+}
+
+/// `t.reshape(shape)` that also holds for zero-size dims. burn's `reshape` reads a 0 in the
+/// target shape as "keep the source's size at this position" (ONNX semantics), so reshaping an
+/// empty tensor to a shape with a zero gets the wrong shape or panics; the dispatch-level op takes
+/// the shape literally (and is recorded by autodiff like `reshape`).
+pub(crate) fn reshape<const A: usize, const B: usize>(t: Tensor<A>, shape: [usize; B]) -> Tensor<B> {
+    if shape.contains(&0) {
+        Tensor::from_dispatch(Dispatch::float_reshape(t.into_dispatch(), Shape::from(shape)))
+    } else {
+        t.reshape(shape)
+    }
+}
+
+/// [`reshape`] for Int tensors.
+pub(crate) fn reshape_int<const A: usize, const B: usize>(t: Tensor<A, Int>, shape: [usize; B]) -> Tensor<B, Int> {
+    if shape.contains(&0) {
+        Tensor::from_dispatch(Dispatch::int_reshape(t.into_dispatch(), Shape::from(shape)))
+    } else {
+        t.reshape(shape)
+    }
 }

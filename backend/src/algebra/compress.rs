@@ -12,11 +12,20 @@ pub fn compress(rows: &[i64], batch: usize, nse: usize, n: usize) -> Vec<i64> {
         for &r in &rows[b * nse..(b + 1) * nse] {
             counts[r as usize + 1] += 1;
         }
+    }
+    prefix_sum_segments(&mut out, batch, n);
+    out
+}
+
+/// Turns per-segment counts stored at `[b, i + 1]` of `counts` (`[batch, n + 1]`, zeros at
+/// `[b, 0]`) into compressed indices, in place.
+pub fn prefix_sum_segments(counts: &mut [i64], batch: usize, n: usize) {
+    for b in 0..batch {
+        let c = &mut counts[b * (n + 1)..(b + 1) * (n + 1)];
         for i in 1..=n {
-            counts[i] += counts[i - 1];
+            c[i] += c[i - 1];
         }
     }
-    out
 }
 
 /// Row ids (`[batch, nse]`) of valid compressed indices (`[batch, n + 1]`).

@@ -18,10 +18,14 @@ pub fn linear_keys<I: IndexElem>(indices: &[I], nse: usize, sizes: &[usize]) -> 
     let strides = strides(sizes);
     let mut keys = vec![0u64; nse];
     let fill = |start: usize, chunk: &mut [u64]| {
-        for (d, &stride) in strides.iter().enumerate() {
-            let row = &indices[d * nse + start..d * nse + start + chunk.len()];
-            for (k, &i) in chunk.iter_mut().zip(row) {
-                *k += i.to_i64() as u64 * stride;
+        // Blocks of 256 entries keep the partial keys in L1 while every dim is added.
+        for (b, block) in chunk.chunks_mut(256).enumerate() {
+            let s = start + b * 256;
+            for (d, &stride) in strides.iter().enumerate() {
+                let row = &indices[d * nse + s..d * nse + s + block.len()];
+                for (k, &i) in block.iter_mut().zip(row) {
+                    *k += i.to_i64() as u64 * stride;
+                }
             }
         }
     };
@@ -36,25 +40,76 @@ pub fn linear_keys<I: IndexElem>(indices: &[I], nse: usize, sizes: &[usize]) -> 
     keys
 }
 
+/// Division by a fixed divisor through an f64 reciprocal (a few cycles instead of a 64-bit
+/// `div`), exact for dividends below 2^52 and falling back to `/` above.
+#[derive(Debug, Clone, Copy)]
+pub struct FastDiv {
+    d: u64,
+    inv: f64,
+}
+
+impl FastDiv {
+    /// A divider by `d` (> 0).
+    pub fn new(d: u64) -> Self {
+        Self { d: d.max(1), inv: 1.0 / d.max(1) as f64 }
+    }
+
+    /// `(n / d, n % d)`.
+    #[inline(always)]
+    pub fn divmod(&self, n: u64) -> (u64, u64) {
+        if n >= 1 << 52 {
+            return (n / self.d, n % self.d);
+        }
+        let mut q = (n as f64 * self.inv) as u64;
+        let mut p = q * self.d;
+        if p > n {
+            q -= 1;
+            p -= self.d;
+        } else if p + self.d <= n {
+            q += 1;
+            p += self.d;
+        }
+        (q, n - p)
+    }
+}
+
 /// The coordinates of each key, laid out `[sizes.len(), keys.len()]`.
 pub fn delinearize(keys: &[u64], sizes: &[usize]) -> Vec<i64> {
     let n = keys.len();
     let mut out = vec![0i64; sizes.len() * n];
-    let strides = strides(sizes);
-    for (d, row) in out.chunks_mut(n.max(1)).enumerate().take(sizes.len()) {
-        let (stride, size) = (strides[d], sizes[d] as u64);
-        let fill = |start: usize, row: &mut [i64]| {
-            for (o, &k) in row.iter_mut().zip(&keys[start..]) {
-                *o = ((k / stride) % size.max(1)) as i64;
+    let m = sizes.len();
+    if n == 0 || m == 0 {
+        return out;
+    }
+    // Peel coordinates from the last dim: one division per dim and key.
+    let divs: Vec<FastDiv> = sizes.iter().map(|&s| FastDiv::new(s as u64)).collect();
+    let fill = |start: usize, len: usize, rows: &mut [&mut [i64]]| {
+        for j in 0..len {
+            let mut k = keys[start + j];
+            for d in (1..m).rev() {
+                let (q, r) = divs[d].divmod(k);
+                rows[d][j] = r as i64;
+                k = q;
             }
-        };
-        if n >= PARALLEL_MIN {
-            row.par_chunks_mut(1 << 14)
-                .enumerate()
-                .for_each(|(c, r)| fill(c << 14, r));
-        } else {
-            fill(0, row);
+            rows[0][j] = k as i64;
         }
+    };
+    const CHUNK: usize = 1 << 14;
+    let mut rows: Vec<&mut [i64]> = out.chunks_mut(n).collect();
+    if n >= PARALLEL_MIN {
+        // Split every row into matching chunks; task c owns chunk c of each row.
+        let mut per_task: Vec<Vec<&mut [i64]>> = (0..n.div_ceil(CHUNK)).map(|_| Vec::with_capacity(m)).collect();
+        for row in rows.drain(..) {
+            for (c, part) in row.chunks_mut(CHUNK).enumerate() {
+                per_task[c].push(part);
+            }
+        }
+        per_task.into_par_iter().enumerate().for_each(|(c, mut parts)| {
+            let len = parts[0].len();
+            fill(c * CHUNK, len, &mut parts)
+        });
+    } else {
+        fill(0, n, &mut rows);
     }
     out
 }
@@ -72,5 +127,21 @@ mod tests {
         assert_eq!(keys, vec![12 + 8 + 3, 1, 12]);
         let back = delinearize(&keys, &sizes);
         assert_eq!(back, idx.iter().map(|&v| v as i64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn fast_div_is_exact() {
+        for d in [1u64, 3, 7, 1000, 4096, 999_983, 1 << 40] {
+            let f = FastDiv::new(d);
+            for n in [0u64, 1, d - 1, d, d + 1, 12345678901, (1 << 52) - 1, 1 << 52, u64::MAX] {
+                assert_eq!(f.divmod(n), (n / d, n % d), "{n} / {d}");
+            }
+        }
+        let sizes = [70_000usize, 3, 5];
+        let keys: Vec<u64> = (0..200_000u64).map(|k| (k * 7919) % (70_000 * 15)).collect();
+        let back = delinearize(&keys, &sizes);
+        for (j, &k) in keys.iter().enumerate() {
+            assert_eq!(back[j] as u64 * 15 + back[200_000 + j] as u64 * 5 + back[400_000 + j] as u64, k);
+        }
     }
 }

@@ -39,11 +39,27 @@ pub fn nonzero_items<F: IsZero>(data: &[F], item_len: usize) -> Vec<i64> {
     }
     let items = data.len() / item_len;
     let scan = |start: usize, part: &[F]| -> Vec<i64> {
-        part.chunks(item_len)
-            .enumerate()
-            .filter(|(_, item)| item.iter().any(|v| !v.is_zero()))
-            .map(|(i, _)| (start + i) as i64)
-            .collect()
+        if item_len > 1 {
+            return part
+                .chunks(item_len)
+                .enumerate()
+                .filter(|(_, item)| item.iter().any(|v| !v.is_zero()))
+                .map(|(i, _)| (start + i) as i64)
+                .collect();
+        }
+        // Branch-free compaction through a small buffer: write every index, advance on non-zero.
+        let mut out = Vec::new();
+        let mut buf = [0i64; 1024];
+        for (b, block) in part.chunks(1024).enumerate() {
+            let base = (start + b * 1024) as i64;
+            let mut len = 0;
+            for (i, v) in block.iter().enumerate() {
+                buf[len] = base + i as i64;
+                len += usize::from(!v.is_zero());
+            }
+            out.extend_from_slice(&buf[..len]);
+        }
+        out
     };
     if data.len() < PARALLEL_MIN {
         return scan(0, data);

@@ -51,7 +51,8 @@ pub fn sorted_pairs(keys: &[u64], bound: u64) -> Vec<(u64, usize)> {
         return pairs;
     }
     let key_bits = 64 - bound.saturating_sub(1).leading_zeros();
-    let bucket_bits = (usize::BITS - (n / 2).leading_zeros()).min(key_bits).min(26);
+    // About eight entries per bucket: the histograms stay cache-sized, the buckets trivial to sort.
+    let bucket_bits = (usize::BITS - (n / 8).leading_zeros()).min(key_bits).min(24);
     let shift = key_bits - bucket_bits;
     let nb = 1usize << bucket_bits;
 
@@ -125,29 +126,203 @@ pub fn sorted_pairs(keys: &[u64], bound: u64) -> Vec<(u64, usize)> {
     pairs
 }
 
-/// The permutation that sorts `keys` stably (TensorFlow's `sparse_reorder`).
-pub fn stable_sort_perm(keys: &[u64], bound: u64) -> Vec<i64> {
-    sorted_pairs(keys, bound).into_iter().map(|(_, p)| p as i64).collect()
+/// Entries packed as `(key << pos_bits) | pos` and sorted: sorting the words sorts by key and,
+/// for equal keys, by position (stable).
+struct Packed {
+    words: Vec<u64>,
+    pos_bits: u32,
 }
 
-/// Plans the coalescing of entries with these keys.
-pub fn coalesce_plan(keys: &[u64], bound: u64) -> CoalescePlan {
-    if is_strictly_increasing(keys) {
-        return CoalescePlan {
-            unique_keys: keys.to_vec(),
-            segment: (0..keys.len() as i64).collect(),
-            identity: true,
-        };
+impl Packed {
+    #[inline(always)]
+    fn key(&self, w: u64) -> u64 {
+        w >> self.pos_bits
     }
-    let pairs = sorted_pairs(keys, bound);
-    let mut unique_keys = Vec::with_capacity(keys.len());
-    let mut segment = vec![0i64; keys.len()];
-    for &(k, p) in &pairs {
-        if unique_keys.last() != Some(&k) {
-            unique_keys.push(k);
+
+    #[inline(always)]
+    fn pos(&self, w: u64) -> usize {
+        (w & ((1u64 << self.pos_bits) - 1)) as usize
+    }
+}
+
+fn threads_for(n: usize) -> usize {
+    if n >= PARALLEL_MIN { rayon::current_num_threads().clamp(1, 8) } else { 1 }
+}
+
+/// One stable counting pass of an LSD radix sort on `bits` bits at `shift`, split across threads:
+/// each thread owns a contiguous chunk of `src` and a histogram.
+fn radix_pass(src: &[u64], dst: &mut [u64], shift: u32, bits: u32, threads: usize) {
+    let n = src.len();
+    let radix = 1usize << bits;
+    let mask = (radix - 1) as u64;
+    let chunk = n.div_ceil(threads).max(1);
+    let mut hists: Vec<Vec<usize>> = src
+        .par_chunks(chunk)
+        .map(|part| {
+            let mut h = vec![0usize; radix];
+            for &w in part {
+                h[((w >> shift) & mask) as usize] += 1;
+            }
+            h
+        })
+        .collect();
+    let mut running = 0usize;
+    for d in 0..radix {
+        for h in hists.iter_mut() {
+            let c = h[d];
+            h[d] = running;
+            running += c;
         }
-        segment[p] = unique_keys.len() as i64 - 1;
     }
+    let out = SyncPtr(dst.as_mut_ptr());
+    src.par_chunks(chunk).zip(hists.par_iter_mut()).for_each(|(part, offs)| {
+        for &w in part {
+            let d = ((w >> shift) & mask) as usize;
+            // SAFETY: the offsets partition 0..n; each slot is written exactly once.
+            unsafe { out.write(offs[d], w) };
+            offs[d] += 1;
+        }
+    });
+}
+
+/// The packed sort, when keys and positions fit one u64 together: an LSD radix sort on the
+/// top (up to 22) key bits in cache-sized digit passes, then each short run of equal top bits
+/// sorted in place. `keys` is consumed: its buffer is the radix scratch space, returned spare
+/// with the result for the caller to reuse. `Err` gives the keys back when they do not fit.
+fn sorted_packed(keys: Vec<u64>, bound: u64) -> Result<(Packed, Vec<u64>), Vec<u64>> {
+    let n = keys.len();
+    let key_bits = 64 - bound.saturating_sub(1).leading_zeros();
+    let pos_bits = (64 - (n as u64).leading_zeros()).max(1);
+    if key_bits + pos_bits > 64 {
+        return Err(keys);
+    }
+    let threads = threads_for(n);
+    let mut words: Vec<u64> = Vec::with_capacity(n);
+    let chunk = n.div_ceil(threads * 4).max(4096);
+    words.spare_capacity_mut().par_chunks_mut(chunk).enumerate().for_each(|(c, out)| {
+        let base = c * chunk;
+        for (j, (o, &k)) in out.iter_mut().zip(&keys[base..]).enumerate() {
+            o.write((k << pos_bits) | (base + j) as u64);
+        }
+    });
+    // SAFETY: every slot was initialised above.
+    unsafe { words.set_len(n) };
+    let top = key_bits.min(22);
+    let low = key_bits - top;
+    let passes = top.div_ceil(11).max(1);
+    let mut scratch = keys;
+    let mut done = 0;
+    for p in 0..passes {
+        let bits = (top - done).div_ceil(passes - p);
+        radix_pass(&words, &mut scratch, pos_bits + low + done, bits, threads);
+        core::mem::swap(&mut words, &mut scratch);
+        done += bits;
+    }
+    if low > 0 {
+        let high = |w: u64| w >> (pos_bits + low);
+        let cuts = cut_at_changes(n, threads * 4, |i| high(words[i]));
+        let mut parts = Vec::with_capacity(cuts.len());
+        let mut tail: &mut [u64] = &mut words;
+        for w in cuts.windows(2) {
+            let (head, t) = tail.split_at_mut(w[1] - w[0]);
+            parts.push(head);
+            tail = t;
+        }
+        parts.into_par_iter().for_each(|part| {
+            let mut s = 0;
+            while s < part.len() {
+                let h = high(part[s]);
+                let e = s + part[s..].iter().take_while(|&&w| high(w) == h).count();
+                if e - s > 1 {
+                    part[s..e].sort_unstable();
+                }
+                s = e;
+            }
+        });
+    }
+    Ok((Packed { words, pos_bits }, scratch))
+}
+
+/// About `tasks` cut points over `0..n` (first 0, last n), moved right until `group` changes,
+/// so no run of equal groups spans two tasks.
+fn cut_at_changes(n: usize, tasks: usize, group: impl Fn(usize) -> u64) -> Vec<usize> {
+    let mut cuts = vec![0usize];
+    for t in 1..tasks {
+        let mut c = (t * n / tasks).max(*cuts.last().expect("non-empty"));
+        while c > 0 && c < n && group(c - 1) == group(c) {
+            c += 1;
+        }
+        cuts.push(c.min(n));
+    }
+    cuts.push(n);
+    cuts
+}
+
+/// The permutation that sorts `keys` stably (TensorFlow's `sparse_reorder`).
+pub fn stable_sort_perm(keys: &[u64], bound: u64) -> Vec<i64> {
+    match sorted_packed(keys.to_vec(), bound) {
+        Ok((p, _)) => p.words.iter().map(|&w| p.pos(w) as i64).collect(),
+        Err(_) => sorted_pairs(keys, bound).into_iter().map(|(_, p)| p as i64).collect(),
+    }
+}
+
+/// Plans the coalescing of entries with these keys (consumed: their buffer is reused).
+pub fn coalesce_plan(keys: Vec<u64>, bound: u64) -> CoalescePlan {
+    let n = keys.len();
+    if is_strictly_increasing(&keys) {
+        return CoalescePlan { unique_keys: keys, segment: (0..n as i64).collect(), identity: true };
+    }
+    match sorted_packed(keys, bound) {
+        Ok((p, spare)) => plan_from_sorted(n, |i| p.key(p.words[i]), |i| p.pos(p.words[i]), spare),
+        Err(keys) => {
+            let pairs = sorted_pairs(&keys, bound);
+            plan_from_sorted(n, |i| pairs[i].0, |i| pairs[i].1, keys)
+        }
+    }
+}
+
+/// Unique keys and segments from entries in sorted order (`key(i)`, original position `pos(i)`),
+/// two parallel passes over tasks cut between runs: count distinct keys, then write them at each
+/// task's offset. `spare` (capacity >= n) becomes the segment vector.
+fn plan_from_sorted(
+    n: usize,
+    key: impl Fn(usize) -> u64 + Sync,
+    pos: impl Fn(usize) -> usize + Sync,
+    spare: Vec<u64>,
+) -> CoalescePlan {
+    let cuts = cut_at_changes(n, threads_for(n) * 4, &key);
+    let is_new = |i: usize, start: usize| i == start || key(i - 1) != key(i);
+    let counts: Vec<usize> = cuts.par_windows(2).map(|w| (w[0]..w[1]).filter(|&i| is_new(i, w[0])).count()).collect();
+    let mut offsets = Vec::with_capacity(counts.len());
+    let mut total = 0usize;
+    for c in &counts {
+        offsets.push(total);
+        total += c;
+    }
+    let mut unique_keys: Vec<u64> = Vec::with_capacity(total);
+    let mut segment = spare;
+    segment.clear();
+    segment.reserve(n);
+    let (uk, sg) = (SyncPtr(unique_keys.as_mut_ptr()), SyncPtr(segment.as_mut_ptr()));
+    cuts.par_windows(2).zip(offsets.par_iter()).for_each(|(w, &off)| {
+        let mut next = off;
+        for i in w[0]..w[1] {
+            if is_new(i, w[0]) {
+                // SAFETY: tasks own disjoint ranges [off, off + count) of unique_keys.
+                unsafe { uk.write(next, key(i)) };
+                next += 1;
+            }
+            // SAFETY: positions are a permutation of 0..n: each slot written once.
+            unsafe { sg.write(pos(i), next as u64 - 1) };
+        }
+    });
+    // SAFETY: every slot of both vectors was written above.
+    unsafe {
+        unique_keys.set_len(total);
+        segment.set_len(n);
+    }
+    // Same size and alignment: collected in place, no new buffer.
+    let segment = segment.into_iter().map(|s| s as i64).collect();
     CoalescePlan { unique_keys, segment, identity: false }
 }
 
@@ -175,12 +350,38 @@ mod tests {
     #[test]
     fn plan_merges_duplicates() {
         let keys = [5u64, 1, 5, 3, 1];
-        let plan = coalesce_plan(&keys, 6);
+        let plan = coalesce_plan(keys.to_vec(), 6);
         assert_eq!(plan.unique_keys, vec![1, 3, 5]);
         assert_eq!(plan.segment, vec![2, 0, 2, 1, 0]);
         assert!(!plan.identity);
-        let plan = coalesce_plan(&[0, 2, 4], 5);
+        let plan = coalesce_plan(vec![0, 2, 4], 5);
         assert!(plan.identity);
         assert_eq!(stable_sort_perm(&keys, 6), vec![1, 4, 3, 0, 2]);
+    }
+
+    #[test]
+    fn parallel_plan_matches_sequential_definition() {
+        let n = 300_000u64;
+        let keys: Vec<u64> = (0..n).map(|i| splitmix(i) % 50_000).collect();
+        let plan = coalesce_plan(keys.clone(), 50_000);
+        let mut uniq = keys.clone();
+        uniq.sort_unstable();
+        uniq.dedup();
+        assert_eq!(plan.unique_keys, uniq);
+        for (j, &k) in keys.iter().enumerate() {
+            assert_eq!(plan.unique_keys[plan.segment[j] as usize], k);
+        }
+        // Large key space: the packed path (40-bit keys) and the pair path (63-bit keys).
+        for bound in [1u64 << 40, 1u64 << 63] {
+            let keys: Vec<u64> = (0..n).map(|i| splitmix(i) % bound).chain((0..1000).map(|i| splitmix(i) % bound)).collect();
+            let plan = coalesce_plan(keys.clone(), bound);
+            let mut uniq = keys.clone();
+            uniq.sort_unstable();
+            uniq.dedup();
+            assert_eq!(plan.unique_keys, uniq);
+            for (j, &k) in keys.iter().enumerate() {
+                assert_eq!(plan.unique_keys[plan.segment[j] as usize], k);
+            }
+        }
     }
 }
