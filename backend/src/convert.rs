@@ -7,9 +7,9 @@
 //! element entries: one linear key per stored element over the indexed dims, which is also
 //! how duplicates in uncoalesced COO input get summed.
 
-use crate::algebra::{compress, keys, keys::FastDiv, nonzero::nonzero_items, sort, validate};
+use crate::algebra::{compress, keys, keys::FastDiv, nonzero::{dense_to_csr, nonzero_items}, sort, validate};
 use crate::error::{Result, SparseError};
-use crate::host::{with_floats, with_ints};
+use crate::host::{with_floats, with_ints, FloatSlice};
 use crate::layout::Layout;
 use crate::tensor::{Indices, SparseTensor};
 use crate::util::{int_tensor, numel, reshape};
@@ -128,14 +128,13 @@ impl<const D: usize> SparseTensor<D> {
             return self.clone();
         }
         let e = self.entries();
-        let bound = numel(&e.sizes) as u64;
-        let plan = sort::coalesce_plan(e.keys, bound);
+        let plan = sort::coalesce_plan(e.keys, &e.sizes);
         if plan.identity {
             return Self { coalesced: true, ..self.clone() };
         }
-        let n = plan.unique_keys.len();
+        let n = plan.unique;
         let values = scatter_add_rows(e.values, plan.segment, n);
-        let indices = int_tensor(keys::delinearize(&plan.unique_keys, &e.sizes), [e.sizes.len(), n], self.index_dtype(), &self.device());
+        let indices = int_tensor(plan.coords, [e.sizes.len(), n], self.index_dtype(), &self.device());
         Self { indices: Indices::Coo(indices), values, coalesced: true, ..self.clone() }
     }
 
@@ -244,9 +243,8 @@ impl<const D: usize> SparseTensor<D> {
             block_keys.push((bi * n_comp as u64 + comp) * n_plain as u64 + plain);
             inner.push(ri * bc as u64 + ci);
         }
-        let bound = (batch * n_comp * n_plain) as u64;
-        let plan = sort::coalesce_plan(block_keys, bound);
-        let nblocks = plan.unique_keys.len();
+        let plan = sort::coalesce_plan(block_keys, &[batch, n_comp, n_plain]);
+        let nblocks = plan.unique;
         let block_len = (br * bc) as i64;
         let dense = e.values.dims()[1];
         let values = if plan.identity && br * bc == 1 {
@@ -256,11 +254,13 @@ impl<const D: usize> SparseTensor<D> {
             scatter_add_rows(e.values, targets, nblocks * br * bc)
         };
         let values = reshape(values, [nblocks, br * bc * dense]);
-        let per_plane = (n_comp * n_plain) as u64;
-        let batch_of: Vec<usize> = plan.unique_keys.iter().map(|&k| (k / per_plane.max(1)) as usize).collect();
+        let mut rows = plan.coords.chunks_exact(nblocks.max(1)).map(|r| r.to_vec());
+        let (batch_of, comp, plain) = match nblocks {
+            0 => (Vec::new(), Vec::new(), Vec::new()),
+            _ => (rows.next().expect("batch row"), rows.next().expect("comp row"), rows.next().expect("plain row")),
+        };
+        let batch_of: Vec<usize> = batch_of.into_iter().map(|b| b as usize).collect();
         let nse = equal_batch_nse(&batch_of, batch)?;
-        let comp: Vec<i64> = plan.unique_keys.iter().map(|&k| ((k % per_plane) / n_plain as u64) as i64).collect();
-        let plain: Vec<i64> = plan.unique_keys.iter().map(|&k| (k % n_plain as u64) as i64).collect();
         self.assemble_compressed(layout, [br, bc], comp, plain, values, batch, nse, n_comp)
     }
 
@@ -406,6 +406,11 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     } else {
         (nb, mb, reshape(blocks.permute([0, 3, 1, 2, 4, 5]), [batch * mb * nb, br * bc * item]))
     };
+    if spec.layout == Layout::Csr && item == 1 && k == 0 && !flat.is_tracked() {
+        if let Some(s) = untracked_csr(&flat, shape, batch, rows, cols, spec.index_dtype)? {
+            return Ok(s);
+        }
+    }
     let ids = nonzero_rows(&flat);
     // One pass: plain indices, per-batch counts and per-segment counts (no per-entry temporaries).
     let (plane, by_plain) = (FastDiv::new((n_comp * n_plain) as u64), FastDiv::new(n_plain as u64));
@@ -443,4 +448,68 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
         values,
         coalesced: true,
     })
+}
+
+/// Dense -> (batched) CSR without a tracked input: pattern and values in one host kernel, no
+/// position list and no separate gather. `None` for dtypes the host kernel does not cover.
+fn untracked_csr<const D: usize>(
+    flat: &Tensor<2>,
+    shape: [usize; D],
+    batch: usize,
+    rows: usize,
+    cols: usize,
+    index_dtype: DType,
+) -> Result<Option<SparseTensor<D>>> {
+    let device = flat.device();
+    let dtype = flat.dtype();
+    let host = with_floats(flat, |s| match s {
+        FloatSlice::F32(v) => {
+            let (crow, col, val) = dense_to_csr(v, batch * rows, cols);
+            {
+                let n = val.len();
+                Some((crow, col, TensorData::new(val, [n, 1])))
+            }
+        }
+        FloatSlice::F64(v) => {
+            let (crow, col, val) = dense_to_csr(v, batch * rows, cols);
+            {
+                let n = val.len();
+                Some((crow, col, TensorData::new(val, [n, 1])))
+            }
+        }
+        _ => None,
+    });
+    let Some((crow, col, val)) = host else { return Ok(None) };
+    let nse = if batch == 0 { 0 } else { crow[rows] as usize };
+    for b in 0..batch {
+        let count = (crow[(b + 1) * rows] - crow[b * rows]) as usize;
+        if count != nse {
+            return Err(SparseError::UnequalBatchNse { batch: b, nse: count, expected: nse });
+        }
+    }
+    let (max, name) = validate::index_dtype_max(index_dtype)?;
+    if nse as u128 > max as u128 {
+        return Err(SparseError::DimensionTooLarge { component: "nse", dim: D - 2, size: nse, index_dtype: name, max });
+    }
+    // Per batch entry, the global row prefix minus the entry's start.
+    let compressed = if batch == 1 {
+        crow
+    } else {
+        (0..batch).flat_map(|b| crow[b * rows..=(b + 1) * rows].iter().map(move |&c| c - (b * nse) as i64)).collect()
+    };
+    let values = Tensor::<2>::from_data(val, (&device, dtype));
+    Ok(Some(SparseTensor {
+        layout: Layout::Csr,
+        shape,
+        batch_dim: D - 2,
+        sparse_dim: 2,
+        dense_dim: 0,
+        blocksize: None,
+        indices: Indices::Compressed {
+            compressed: int_tensor(compressed, [batch, rows + 1], index_dtype, &device),
+            plain: int_tensor(col, [batch, nse], index_dtype, &device),
+        },
+        values,
+        coalesced: true,
+    }))
 }

@@ -83,7 +83,10 @@ fn gather_kernel<T: Copy + Default + Send + Sync>(src: &[T], width: usize, ids: 
 }
 
 fn index_add_kernel<T: Copy + Default + core::ops::AddAssign + Send + Sync>(src: &[T], width: usize, targets: IntSlice<'_>, rows: usize) -> Vec<T> {
-    let mut out = vec![T::default(); rows * width];
+    // Zeros written, not calloc'd: the read-modify-writes below would otherwise fault twice per
+    // page (zero page, then copy-on-write with a TLB shootdown).
+    let mut out = Vec::with_capacity(rows * width);
+    out.resize(rows * width, T::default());
     crate::match_ints!(targets, t => {
         if width == 1 {
             for (j, &r) in t.iter().enumerate() {

@@ -16,27 +16,30 @@ pub fn strides(sizes: &[usize]) -> Vec<u64> {
 /// The key of every entry of `indices` (laid out `[sparse_dim, nse]`); indices must be in bounds.
 pub fn linear_keys<I: IndexElem>(indices: &[I], nse: usize, sizes: &[usize]) -> Vec<u64> {
     let strides = strides(sizes);
-    let mut keys = vec![0u64; nse];
-    let fill = |start: usize, chunk: &mut [u64]| {
-        // Blocks of 256 entries keep the partial keys in L1 while every dim is added.
-        for (b, block) in chunk.chunks_mut(256).enumerate() {
-            let s = start + b * 256;
+    let mut keys: Vec<u64> = Vec::with_capacity(nse);
+    // Each key is written once, never read first: a read of untouched memory maps the shared
+    // zero page, and the write after it costs a copy-on-write fault and a TLB shootdown.
+    let fill = |start: usize, chunk: &mut [core::mem::MaybeUninit<u64>]| {
+        for (j, k) in chunk.iter_mut().enumerate() {
+            let e = start + j;
+            let mut key = 0u64;
             for (d, &stride) in strides.iter().enumerate() {
-                let row = &indices[d * nse + s..d * nse + s + block.len()];
-                for (k, &i) in block.iter_mut().zip(row) {
-                    *k += i.to_i64() as u64 * stride;
-                }
+                key += indices[d * nse + e].to_i64() as u64 * stride;
             }
+            k.write(key);
         }
     };
     if nse >= PARALLEL_MIN {
         let chunk = nse.div_ceil(rayon::current_num_threads() * 4).max(4096);
-        keys.par_chunks_mut(chunk)
+        keys.spare_capacity_mut()[..nse]
+            .par_chunks_mut(chunk)
             .enumerate()
             .for_each(|(c, out)| fill(c * chunk, out));
     } else {
-        fill(0, &mut keys);
+        fill(0, &mut keys.spare_capacity_mut()[..nse]);
     }
+    // SAFETY: all nse keys were written above.
+    unsafe { keys.set_len(nse) };
     keys
 }
 
@@ -60,7 +63,8 @@ impl FastDiv {
         if n >= 1 << 52 {
             return (n / self.d, n % self.d);
         }
-        let mut q = (n as f64 * self.inv) as u64;
+        // Through i64: x86 converts signed integers in one instruction, unsigned ones in several.
+        let mut q = (n as i64 as f64 * self.inv) as i64 as u64;
         let mut p = q * self.d;
         if p > n {
             q -= 1;

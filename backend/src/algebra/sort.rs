@@ -6,15 +6,18 @@
 //! time, the same shape of work as scipy's coo -> csr, and it splits across threads without
 //! atomics: each thread owns a contiguous chunk of entries and its own histogram.
 
+use super::keys::{delinearize, FastDiv};
 use super::PARALLEL_MIN;
 use rayon::prelude::*;
 
 /// What coalescing a COO tensor does to its entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoalescePlan {
-    /// The distinct keys in increasing order.
-    pub unique_keys: Vec<u64>,
-    /// For every entry, the position of its key in `unique_keys` (where its value is summed).
+    /// Number of distinct keys.
+    pub unique: usize,
+    /// The coordinates of the distinct keys in increasing key order, `[sizes.len(), unique]`.
+    pub coords: Vec<i64>,
+    /// For every entry, the rank of its key among the distinct keys (where its value is summed).
     pub segment: Vec<i64>,
     /// True when the keys were already strictly increasing: coalescing changes nothing.
     pub identity: bool,
@@ -149,6 +152,30 @@ fn threads_for(n: usize) -> usize {
     if n >= PARALLEL_MIN { rayon::current_num_threads().clamp(1, 8) } else { 1 }
 }
 
+std::thread_local! {
+    /// Sort buffers kept between calls: on a VM, first-touch page faults on fresh 100 MB
+    /// buffers cost more than the sort itself.
+    static SCRATCH: core::cell::RefCell<Vec<u64>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty vector with capacity for `n` words, reusing the thread's kept buffer when it fits.
+fn scratch_take(n: usize) -> Vec<u64> {
+    let mut v = SCRATCH.with(|s| core::mem::take(&mut *s.borrow_mut()));
+    v.clear();
+    v.reserve(n);
+    v
+}
+
+/// Keeps `v` for the next sort on this thread (the larger of it and the kept one).
+fn scratch_give(v: Vec<u64>) {
+    SCRATCH.with(|s| {
+        let mut kept = s.borrow_mut();
+        if v.capacity() > kept.capacity() {
+            *kept = v;
+        }
+    });
+}
+
 /// One stable counting pass of an LSD radix sort on `bits` bits at `shift`, split across threads:
 /// each thread owns a contiguous chunk of `src` and a histogram.
 fn radix_pass(src: &[u64], dst: &mut [u64], shift: u32, bits: u32, threads: usize) {
@@ -197,9 +224,9 @@ fn sorted_packed(keys: Vec<u64>, bound: u64) -> Result<(Packed, Vec<u64>), Vec<u
         return Err(keys);
     }
     let threads = threads_for(n);
-    let mut words: Vec<u64> = Vec::with_capacity(n);
+    let mut words = scratch_take(n);
     let chunk = n.div_ceil(threads * 4).max(4096);
-    words.spare_capacity_mut().par_chunks_mut(chunk).enumerate().for_each(|(c, out)| {
+    words.spare_capacity_mut()[..n].par_chunks_mut(chunk).enumerate().for_each(|(c, out)| {
         let base = c * chunk;
         for (j, (o, &k)) in out.iter_mut().zip(&keys[base..]).enumerate() {
             o.write((k << pos_bits) | (base + j) as u64);
@@ -266,17 +293,24 @@ pub fn stable_sort_perm(keys: &[u64], bound: u64) -> Vec<i64> {
     }
 }
 
-/// Plans the coalescing of entries with these keys (consumed: their buffer is reused).
-pub fn coalesce_plan(keys: Vec<u64>, bound: u64) -> CoalescePlan {
+/// Plans the coalescing of entries with these keys over `sizes` (the keys are consumed: their
+/// buffer is reused).
+pub fn coalesce_plan(keys: Vec<u64>, sizes: &[usize]) -> CoalescePlan {
     let n = keys.len();
+    let bound = sizes.iter().map(|&s| s as u64).product::<u64>();
     if is_strictly_increasing(&keys) {
-        return CoalescePlan { unique_keys: keys, segment: (0..n as i64).collect(), identity: true };
+        let coords = delinearize(&keys, sizes);
+        return CoalescePlan { unique: n, coords, segment: (0..n as i64).collect(), identity: true };
     }
     match sorted_packed(keys, bound) {
-        Ok((p, spare)) => plan_from_sorted(n, |i| p.key(p.words[i]), |i| p.pos(p.words[i]), spare),
+        Ok((p, spare)) => {
+            let plan = plan_from_sorted(n, sizes, |i| p.key(p.words[i]), |i| p.pos(p.words[i]), spare);
+            scratch_give(p.words);
+            plan
+        }
         Err(keys) => {
             let pairs = sorted_pairs(&keys, bound);
-            plan_from_sorted(n, |i| pairs[i].0, |i| pairs[i].1, keys)
+            plan_from_sorted(n, sizes, |i| pairs[i].0, |i| pairs[i].1, keys)
         }
     }
 }
@@ -286,6 +320,7 @@ pub fn coalesce_plan(keys: Vec<u64>, bound: u64) -> CoalescePlan {
 /// task's offset. `spare` (capacity >= n) becomes the segment vector.
 fn plan_from_sorted(
     n: usize,
+    sizes: &[usize],
     key: impl Fn(usize) -> u64 + Sync,
     pos: impl Fn(usize) -> usize + Sync,
     spare: Vec<u64>,
@@ -299,17 +334,26 @@ fn plan_from_sorted(
         offsets.push(total);
         total += c;
     }
-    let mut unique_keys: Vec<u64> = Vec::with_capacity(total);
+    let m = sizes.len();
+    let divs: Vec<FastDiv> = sizes.iter().map(|&s| FastDiv::new(s as u64)).collect();
+    let mut coords: Vec<i64> = Vec::with_capacity(m * total);
     let mut segment = spare;
     segment.clear();
     segment.reserve(n);
-    let (uk, sg) = (SyncPtr(unique_keys.as_mut_ptr()), SyncPtr(segment.as_mut_ptr()));
+    let (co, sg) = (SyncPtr(coords.as_mut_ptr()), SyncPtr(segment.as_mut_ptr()));
     cuts.par_windows(2).zip(offsets.par_iter()).for_each(|(w, &off)| {
         let mut next = off;
         for i in w[0]..w[1] {
             if is_new(i, w[0]) {
-                // SAFETY: tasks own disjoint ranges [off, off + count) of unique_keys.
-                unsafe { uk.write(next, key(i)) };
+                // Peel coordinates from the last dim. SAFETY: tasks own disjoint columns
+                // [off, off + count) of the coordinate rows.
+                let mut k = key(i);
+                for d in (1..m).rev() {
+                    let (q, r) = divs[d].divmod(k);
+                    unsafe { co.write(d * total + next, r as i64) };
+                    k = q;
+                }
+                unsafe { co.write(next, k as i64) };
                 next += 1;
             }
             // SAFETY: positions are a permutation of 0..n: each slot written once.
@@ -318,12 +362,12 @@ fn plan_from_sorted(
     });
     // SAFETY: every slot of both vectors was written above.
     unsafe {
-        unique_keys.set_len(total);
+        coords.set_len(m * total);
         segment.set_len(n);
     }
     // Same size and alignment: collected in place, no new buffer.
     let segment = segment.into_iter().map(|s| s as i64).collect();
-    CoalescePlan { unique_keys, segment, identity: false }
+    CoalescePlan { unique: total, coords, segment, identity: false }
 }
 
 #[cfg(test)]
@@ -350,12 +394,15 @@ mod tests {
     #[test]
     fn plan_merges_duplicates() {
         let keys = [5u64, 1, 5, 3, 1];
-        let plan = coalesce_plan(keys.to_vec(), 6);
-        assert_eq!(plan.unique_keys, vec![1, 3, 5]);
+        let plan = coalesce_plan(keys.to_vec(), &[2, 3]);
+        // keys 1, 3, 5 over sizes [2, 3] are (0, 1), (1, 0), (1, 2)
+        assert_eq!(plan.coords, vec![0, 1, 1, 1, 0, 2]);
+        assert_eq!(plan.unique, 3);
         assert_eq!(plan.segment, vec![2, 0, 2, 1, 0]);
         assert!(!plan.identity);
-        let plan = coalesce_plan(vec![0, 2, 4], 5);
+        let plan = coalesce_plan(vec![0, 2, 4], &[5]);
         assert!(plan.identity);
+        assert_eq!(plan.coords, vec![0, 2, 4]);
         assert_eq!(stable_sort_perm(&keys, 6), vec![1, 4, 3, 0, 2]);
     }
 
@@ -363,25 +410,24 @@ mod tests {
     fn parallel_plan_matches_sequential_definition() {
         let n = 300_000u64;
         let keys: Vec<u64> = (0..n).map(|i| splitmix(i) % 50_000).collect();
-        let plan = coalesce_plan(keys.clone(), 50_000);
-        let mut uniq = keys.clone();
+        check_plan(&keys, &[50_000]);
+        // Large key space: the packed path (40-bit keys) and the pair path (63-bit keys).
+        for sizes in [vec![1usize << 20, 1 << 20], vec![1 << 31, 1 << 32]] {
+            let bound: u64 = sizes.iter().map(|&s| s as u64).product();
+            let keys: Vec<u64> = (0..n).map(|i| splitmix(i) % bound).chain((0..1000).map(|i| splitmix(i) % bound)).collect();
+            check_plan(&keys, &sizes);
+        }
+    }
+
+    fn check_plan(keys: &[u64], sizes: &[usize]) {
+        let plan = coalesce_plan(keys.to_vec(), sizes);
+        let mut uniq = keys.to_vec();
         uniq.sort_unstable();
         uniq.dedup();
-        assert_eq!(plan.unique_keys, uniq);
+        assert_eq!(plan.unique, uniq.len());
+        assert_eq!(plan.coords, delinearize(&uniq, sizes));
         for (j, &k) in keys.iter().enumerate() {
-            assert_eq!(plan.unique_keys[plan.segment[j] as usize], k);
-        }
-        // Large key space: the packed path (40-bit keys) and the pair path (63-bit keys).
-        for bound in [1u64 << 40, 1u64 << 63] {
-            let keys: Vec<u64> = (0..n).map(|i| splitmix(i) % bound).chain((0..1000).map(|i| splitmix(i) % bound)).collect();
-            let plan = coalesce_plan(keys.clone(), bound);
-            let mut uniq = keys.clone();
-            uniq.sort_unstable();
-            uniq.dedup();
-            assert_eq!(plan.unique_keys, uniq);
-            for (j, &k) in keys.iter().enumerate() {
-                assert_eq!(plan.unique_keys[plan.segment[j] as usize], k);
-            }
+            assert_eq!(uniq[plan.segment[j] as usize], k);
         }
     }
 }
