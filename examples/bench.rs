@@ -53,6 +53,75 @@ fn ints(v: Vec<i64>, shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
     Tensor::from_data(TensorData::new(v, shape), (device, DType::I64))
 }
 
+fn csr_tensor(a: &workloads::Csr, device: &Device) -> SparseTensor<2> {
+    let nnz = a.nnz();
+    let crow = Tensor::<1, Int>::from_data(TensorData::new(a.crow.clone(), [a.rows + 1]), (device, DType::I64));
+    let col = Tensor::<1, Int>::from_data(TensorData::new(a.col.clone(), [nnz]), (device, DType::I64));
+    let val = Tensor::<1>::from_data(TensorData::new(a.val.clone(), [nnz]), device);
+    SparseTensor::csr(crow, col, val, [a.rows, a.cols]).expect("workload is valid CSR")
+}
+
+fn dense(rows: usize, cols: usize, seed: u64, device: &Device) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(workloads::dense(rows, cols, seed), [rows, cols]), device)
+}
+
+/// Peak resident memory of this process so far, in MB (Linux; 0 elsewhere).
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// spmm (CSR, COO, sprs), sddmm and mm forward+backward on one workload.
+fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64) {
+    let device = Device::flex();
+    let flops = 2.0 * a.nnz() as f64 * n as f64;
+    let s = csr_tensor(a, &device);
+    let x = dense(a.cols, n, xseed, &device);
+    if bench.wants("spmm") {
+        let ms = time(7, || sparse::mm(&s, x.clone()));
+        bench.report("spmm_csr", name, ms, Some(flops));
+        let coo = s.to_sparse_coo();
+        let ms = time(7, || sparse::mm(&coo, x.clone()));
+        bench.report("spmm_coo", name, ms, Some(flops));
+        // The Rust peer on the same matrix and operand.
+        let csmat = sprs::CsMat::new((a.rows, a.cols), a.crow.iter().map(|&v| v as usize).collect(), a.col.iter().map(|&v| v as usize).collect(), a.val.clone());
+        let xs = ndarray::Array2::from_shape_vec((a.cols, n), workloads::dense(a.cols, n, xseed)).expect("shape");
+        let ms = time(7, || &csmat * &xs);
+        bench.report("spmm_csr_sprs", name, ms, Some(flops));
+    }
+    if bench.wants("sddmm") {
+        let l = dense(a.rows, n, xseed + 100, &device);
+        let r = dense(n, a.cols, xseed + 200, &device);
+        let ms = time(7, || sparse::sampled_addmm(&s, l.clone(), r.clone(), 0.0, 1.0));
+        bench.report("sddmm", name, ms, Some(flops));
+    }
+    if bench.wants("mm_fwd_bwd") {
+        let ad = Device::flex().autodiff();
+        let sa = csr_tensor(a, &ad);
+        let xa = dense(a.cols, n, xseed, &ad);
+        let fwd = time(5, || sparse::mm(&sa, xa.clone()));
+        bench.report("mm_fwd_autodiff", name, fwd, Some(flops));
+        let ms = time(5, || {
+            let v = sa.clone().require_grad();
+            let xg = xa.clone().require_grad();
+            let grads = sparse::mm(&v, xg.clone()).sum().backward();
+            (v.values_flat().grad(&grads).expect("values grad"), xg.grad(&grads).expect("x grad"))
+        });
+        bench.report("mm_fwd_bwd_values_x", name, ms, Some(3.0 * flops));
+        let ms = time(5, || {
+            let xg = xa.clone().require_grad();
+            let grads = sparse::mm(&sa, xg.clone()).sum().backward();
+            xg.grad(&grads).expect("x grad")
+        });
+        bench.report("mm_fwd_bwd_x", name, ms, Some(2.0 * flops));
+        if !bench.json {
+            println!("{:<28} {name:<24} {:10.1} MB peak RSS so far", "memory", peak_rss_mb());
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let bench = Bench {
@@ -61,7 +130,8 @@ fn main() {
     };
     let device = Device::flex();
 
-    for (name, make, _n, _xseed, (nnz, sum)) in workloads::set() {
+    let mut built = Vec::new();
+    for (name, make, n, xseed, (nnz, sum)) in workloads::set() {
         let a = make();
         if !bench.json {
             println!(
@@ -74,6 +144,11 @@ fn main() {
         }
         assert_eq!(a.nnz(), nnz, "{name}: workload differs from the anchors");
         assert!((a.value_sum() - sum).abs() < 1e-2, "{name}: value sum differs from the anchors");
+        built.push((name, a, n, xseed));
+    }
+
+    for (name, a, n, xseed) in &built {
+        products(&bench, name, a, *n, *xseed);
     }
 
     if bench.wants("coalesce") {

@@ -32,8 +32,10 @@ pub mod nn {
     pub use sparsegrad_nn::*;
 }
 
-/// torch.sparse's free functions.
+/// torch.sparse's free functions: the matmul family (`mm`, `addmm`, `sampled_addmm`, `mv`,
+/// `bmm`, `smm`, `hspmm`, `sspaddmm`, `mm_dense_sparse`, `spgemm`) and the conversions.
 pub mod sparse {
+    pub use sparsegrad_autodiff::matmul::*;
     pub use sparsegrad_backend::convert::dense_to_sparse;
 }
 

@@ -1,8 +1,12 @@
 //! sparsegrad-autodiff: differentiable sparse ops with sparse backward rules, and `gradcheck`.
 //!
 //! The conversions of the backend differentiate through burn's own autodiff (they move values
-//! with burn ops); the fused kernels get their rules here, one file per op family.
+//! with burn ops); the fused kernels get their rules here: `products` holds the two
+//! differentiable primitives (SpMM and SDDMM, each the other's gradient), `matmul` the
+//! torch-named functions built on them, `gradcheck` the numerical checker.
 
 pub mod gradcheck;
+pub mod matmul;
+pub mod products;
 
 pub use gradcheck::{gradcheck, GradInput, GradcheckError, GradcheckOptions, GradcheckReport, Mismatch};

@@ -14,9 +14,8 @@ use crate::layout::Layout;
 use crate::tensor::{Indices, SparseTensor};
 use crate::util::{int_tensor, numel, reshape};
 use crate::{match_floats, match_ints};
-use crate::movement::RowMovement;
-use burn::backend::Dispatch;
-use burn::tensor::{DType, Int, Tensor, TensorData};
+use crate::movement::{gather_index, gather_rows, scatter_add_rows};
+use burn::tensor::{DType, Tensor, TensorData};
 
 /// Stored elements in element coordinates: a key over the indexed dims and its dense item.
 pub(crate) struct Entries {
@@ -28,26 +27,6 @@ pub(crate) struct Entries {
     pub values: Tensor<2>,
     /// Keys known to be strictly increasing.
     pub sorted_unique: bool,
-}
-
-/// Index tensor (int64) used to move values; internal, never exposed.
-pub(crate) fn gather_index(ids: Vec<i64>, device: &burn::tensor::Device) -> Tensor<1, Int> {
-    let n = ids.len();
-    Tensor::from_data(TensorData::new(ids, [n]), (device, DType::I64))
-}
-
-/// `zeros([rows, width])` with `values`' rows added at `targets` (duplicates summed).
-pub(crate) fn scatter_add_rows(values: Tensor<2>, targets: Vec<i64>, rows: usize) -> Tensor<2> {
-    let device = values.device();
-    let targets = gather_index(targets, &device).into_dispatch();
-    Tensor::from_dispatch(<Dispatch as RowMovement>::index_add_rows(values.into_dispatch(), targets, rows))
-}
-
-/// `values` rows at `ids`, in that order.
-pub(crate) fn gather_rows(values: Tensor<2>, ids: Vec<i64>) -> Tensor<2> {
-    let device = values.device();
-    let ids = gather_index(ids, &device).into_dispatch();
-    Tensor::from_dispatch(<Dispatch as RowMovement>::gather_rows(values.into_dispatch(), ids))
 }
 
 impl<const D: usize> SparseTensor<D> {
@@ -215,8 +194,32 @@ impl<const D: usize> SparseTensor<D> {
                 message: format!("{} needs 2 sparse dims, the tensor has {}", layout.name(), self.sparse_dim),
             });
         }
+        if layout == Layout::Csr && self.layout == Layout::Coo && self.coalesced && self.sparse_dim == 2 {
+            return self.coalesced_coo_to_csr();
+        }
         let e = self.entries();
         self.entries_to_compressed(e, layout, blocksize)
+    }
+
+    /// A coalesced 2-sparse-dim COO tensor is already in CSR order: only the row indices are
+    /// compressed; the column indices and the values are reused as they are.
+    fn coalesced_coo_to_csr(&self) -> Result<Self> {
+        let Indices::Coo(indices) = &self.indices else { unreachable!("COO layout") };
+        let (m, nnz) = (self.shape[0], self.nnz());
+        let dtype = self.index_dtype();
+        let (max, name) = validate::index_dtype_max(dtype)?;
+        if nnz as u128 > max as u128 {
+            return Err(SparseError::DimensionTooLarge { component: "nse", dim: 0, size: nnz, index_dtype: name, max });
+        }
+        let compressed = with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nnz], m)));
+        let plain = crate::util::reshape_int(indices.clone().slice([1..2, 0..nnz]), [1, nnz]);
+        Ok(Self {
+            layout: Layout::Csr,
+            batch_dim: 0,
+            blocksize: None,
+            indices: Indices::Compressed { compressed: int_tensor(compressed, [1, m + 1], dtype, &self.device()), plain },
+            ..self.clone()
+        })
     }
 
     fn entries_to_compressed(&self, e: Entries, layout: Layout, [br, bc]: [usize; 2]) -> Result<Self> {

@@ -16,10 +16,11 @@ pub mod error;
 pub mod host;
 pub mod layout;
 pub mod movement;
+pub mod spmm;
 pub mod tensor;
 pub mod to_sparse;
 pub mod transpose;
-mod util;
+pub mod util;
 
 pub use convert::SparseSpec;
 pub use error::{Result, SparseError};

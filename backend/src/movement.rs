@@ -14,6 +14,8 @@ use burn::backend::{
 };
 use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
 use burn::backend::flex::FlexTensor;
+use burn::backend::Dispatch;
+use burn::tensor::{Int, Tensor};
 use rayon::prelude::*;
 
 /// Row gather and scatter-add on `[rows, width]` value tensors.
@@ -129,6 +131,26 @@ impl RowMovement for Flex {
         };
         FlexTensor::from_data(data)
     }
+}
+
+/// An int64 index tensor holding `ids` (the index argument of the row movements).
+pub fn gather_index(ids: Vec<i64>, device: &burn::tensor::Device) -> Tensor<1, Int> {
+    let n = ids.len();
+    Tensor::from_data(TensorData::new(ids, [n]), (device, DType::I64))
+}
+
+/// `zeros([rows, width])` with `values`' rows added at `targets` (duplicates summed).
+pub fn scatter_add_rows(values: Tensor<2>, targets: Vec<i64>, rows: usize) -> Tensor<2> {
+    let device = values.device();
+    let targets = gather_index(targets, &device).into_dispatch();
+    Tensor::from_dispatch(<Dispatch as RowMovement>::index_add_rows(values.into_dispatch(), targets, rows))
+}
+
+/// `values` rows at `ids`, in that order.
+pub fn gather_rows(values: Tensor<2>, ids: Vec<i64>) -> Tensor<2> {
+    let device = values.device();
+    let ids = gather_index(ids, &device).into_dispatch();
+    Tensor::from_dispatch(<Dispatch as RowMovement>::gather_rows(values.into_dispatch(), ids))
 }
 
 mod autodiff_impl {

@@ -2,7 +2,7 @@
 //! index arrays under the dual layout, moving values only inside blocks; dense dims permute the
 //! values.
 
-use crate::convert::gather_index;
+use crate::movement::gather_index;
 use crate::error::{Result, SparseError};
 use crate::tensor::{Indices, SparseTensor};
 use crate::util::{numel, reshape};

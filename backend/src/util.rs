@@ -1,5 +1,6 @@
-//! Small helpers shared by the tensor-level modules: moving index vectors in and out of burn
-//! Int tensors in a chosen dtype.
+//! Small helpers shared by the tensor-level modules (and the autodiff crate): moving index
+//! vectors in and out of burn Int tensors in a chosen dtype, and reshapes that take zero-size
+//! dims literally.
 
 use crate::host::with_ints;
 use burn::backend::{
@@ -10,7 +11,7 @@ use burn::tensor::{DType, Device, Int, Shape, Tensor, TensorData};
 
 /// An Int tensor of `shape` holding `data`, stored in `dtype` (values must fit: callers check
 /// dimensions against the dtype before building indices).
-pub(crate) fn int_tensor<const N: usize>(
+pub fn int_tensor<const N: usize>(
     data: Vec<i64>,
     shape: [usize; N],
     dtype: DType,
@@ -27,12 +28,12 @@ pub(crate) fn int_tensor<const N: usize>(
 }
 
 /// The elements of an Int tensor widened to i64.
-pub(crate) fn read_i64<const N: usize>(t: &Tensor<N, Int>) -> Vec<i64> {
+pub fn read_i64<const N: usize>(t: &Tensor<N, Int>) -> Vec<i64> {
     with_ints(t, |s| s.to_i64())
 }
 
 /// Product of sizes (1 for none).
-pub(crate) fn numel(sizes: &[usize]) -> usize {
+pub fn numel(sizes: &[usize]) -> usize {
     sizes.iter().product()
 }
 
@@ -40,7 +41,7 @@ pub(crate) fn numel(sizes: &[usize]) -> usize {
 /// target shape as "keep the source's size at this position" (ONNX semantics), so reshaping an
 /// empty tensor to a shape with a zero gets the wrong shape or panics; the dispatch-level op takes
 /// the shape literally (and is recorded by autodiff like `reshape`).
-pub(crate) fn reshape<const A: usize, const B: usize>(t: Tensor<A>, shape: [usize; B]) -> Tensor<B> {
+pub fn reshape<const A: usize, const B: usize>(t: Tensor<A>, shape: [usize; B]) -> Tensor<B> {
     if shape.contains(&0) {
         Tensor::from_dispatch(Dispatch::float_reshape(t.into_dispatch(), Shape::from(shape)))
     } else {
@@ -49,7 +50,7 @@ pub(crate) fn reshape<const A: usize, const B: usize>(t: Tensor<A>, shape: [usiz
 }
 
 /// [`reshape`] for Int tensors.
-pub(crate) fn reshape_int<const A: usize, const B: usize>(t: Tensor<A, Int>, shape: [usize; B]) -> Tensor<B, Int> {
+pub fn reshape_int<const A: usize, const B: usize>(t: Tensor<A, Int>, shape: [usize; B]) -> Tensor<B, Int> {
     if shape.contains(&0) {
         Tensor::from_dispatch(Dispatch::int_reshape(t.into_dispatch(), Shape::from(shape)))
     } else {

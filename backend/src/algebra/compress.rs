@@ -17,6 +17,18 @@ pub fn compress(rows: &[i64], batch: usize, nse: usize, n: usize) -> Vec<i64> {
     out
 }
 
+/// Compressed indices `[n + 1]` of sorted row ids (any index type), by a search for each
+/// row's first entry: one pass over the rows, not over the entries.
+pub fn compress_sorted<I: IndexElem>(rows: &[I], n: usize) -> Vec<i64> {
+    let mut out = Vec::with_capacity(n + 1);
+    let mut at = 0usize;
+    for r in 0..=n as i64 {
+        at += rows[at..].partition_point(|v| v.to_i64() < r);
+        out.push(at as i64);
+    }
+    out
+}
+
 /// Turns per-segment counts stored at `[b, i + 1]` of `counts` (`[batch, n + 1]`, zeros at
 /// `[b, 0]`) into compressed indices, in place.
 pub fn prefix_sum_segments(counts: &mut [i64], batch: usize, n: usize) {
@@ -52,5 +64,7 @@ mod tests {
         let c = compress(&rows, 2, 3, 3);
         assert_eq!(c, vec![0, 0, 2, 3, 0, 2, 2, 3]);
         assert_eq!(expand(&c, 2, 3, 3), rows);
+        assert_eq!(compress_sorted(&[0i32, 0, 2, 2, 2, 4], 5), vec![0, 2, 2, 5, 5, 6]);
+        assert_eq!(compress_sorted::<i64>(&[], 2), vec![0, 0, 0]);
     }
 }

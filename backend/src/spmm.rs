@@ -1,0 +1,515 @@
+//! Sparse x dense products on CSR patterns, the fused kernels of the matmul family (forward
+//! only; the rules that differentiate them live in `sparsegrad-autodiff`):
+//!
+//! - `csr_spmm`: `A · X` for `A` in CSR — each output row is a sum of scaled rows of `X`;
+//! - `csr_spmm_t`: `Aᵀ · G` without building `Aᵀ`: the CSC view of the pattern (a counting sort,
+//!   index algebra) turns it into the same row-gather kernel, so threads never write the same row;
+//! - `csr_sddmm`: `out[j] = a[row j] · b[col j]`, the values of `a · bᵀ` sampled on the pattern.
+//!
+//! Behind the extension trait [`SpmmKernels`]: Flex runs the host kernels below (f32 and f64;
+//! f16 and bf16 are widened to f32 and the result narrowed back, so they accumulate in f32),
+//! any other backend gets defaults composed of burn's gather and scatter ops (memory
+//! `nnz x n`, never `m x k`).
+//!
+//! Kernels are parallel over row blocks balanced by stored entries, vectorised over the dense
+//! dimension in register tiles, and compiled for AVX-512, AVX2+FMA or plain x86-64 with a runtime
+//! choice.
+
+use crate::algebra::IndexElem;
+use crate::host::IntSlice;
+use crate::match_ints;
+use burn::backend::flex::FlexTensor;
+use burn::backend::{
+    backend_extension,
+    tensor::{FloatTensor, IntTensor},
+    Backend, Flex, TensorMetadata,
+};
+use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
+use core::mem::MaybeUninit;
+use rayon::prelude::*;
+
+/// The CSR product kernels.
+#[backend_extension(Flex)]
+pub trait SpmmKernels: Backend {
+    /// `A · X`: `A` `[m, k]` in CSR (`crow [m + 1]`, `col [nnz]`, `values [nnz]`), `X [k, n]`.
+    fn csr_spmm(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>) -> FloatTensor<Self> {
+        default::spmm::<Self>(crow, col, values, x, false, 0)
+    }
+
+    /// `Aᵀ · G`: `A` `[m, k]` in CSR, `G [m, n]`, result `[k, n]`.
+    fn csr_spmm_t(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>, k: usize) -> FloatTensor<Self> {
+        default::spmm::<Self>(crow, col, values, g, true, k)
+    }
+
+    /// `out[j] = a[row j] · b[col j]` for every stored entry `j`: `a [m, d]`, `b [k, d]`.
+    fn csr_sddmm(crow: IntTensor<Self>, col: IntTensor<Self>, a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
+        default::sddmm::<Self>(crow, col, a, b)
+    }
+}
+
+/// Defaults for backends without host kernels: burn gathers and scatter-adds over `[nnz, n]`.
+mod default {
+    use super::*;
+    use crate::algebra::compress::expand;
+
+    pub fn spmm<B: Backend>(crow: IntTensor<B>, col: IntTensor<B>, values: FloatTensor<B>, x: FloatTensor<B>, transpose: bool, k: usize) -> FloatTensor<B> {
+        let device = x.device();
+        let m = crow.shape()[0] - 1;
+        let nnz = col.shape()[0];
+        let n = x.shape()[1];
+        let rows = rows_of_any::<B>(crow, nnz, &device);
+        let (src, dst, out_rows) = if transpose { (rows, col, k) } else { (col, rows, m) };
+        let out = B::float_zeros(Shape::new([out_rows, n]), &device, x.dtype().into());
+        if nnz == 0 || n == 0 {
+            return out;
+        }
+        let gathered = B::float_select(x, 0, src);
+        let scaled = B::float_mul(gathered, B::float_reshape(values, Shape::new([nnz, 1])));
+        B::float_select_assign(out, 0, dst, scaled, IndexingUpdateOp::Add)
+    }
+
+    pub fn sddmm<B: Backend>(crow: IntTensor<B>, col: IntTensor<B>, a: FloatTensor<B>, b: FloatTensor<B>) -> FloatTensor<B> {
+        let device = a.device();
+        let nnz = col.shape()[0];
+        if nnz == 0 {
+            return B::float_zeros(Shape::new([0]), &device, a.dtype().into());
+        }
+        let rows = rows_of_any::<B>(crow, nnz, &device);
+        let prod = B::float_mul(B::float_select(a, 0, rows), B::float_select(b, 0, col));
+        B::float_reshape(B::float_sum_dim(prod, 1), Shape::new([nnz]))
+    }
+
+    /// Row ids through a readback (any backend; index algebra is host work).
+    fn rows_of_any<B: Backend>(crow: IntTensor<B>, nnz: usize, device: &B::Device) -> IntTensor<B> {
+        let m = crow.shape()[0] - 1;
+        let data = burn::backend::read_sync(B::int_into_data(crow)).expect("crow readback");
+        let crow: Vec<i64> = data.iter::<i64>().collect();
+        let rows = expand(&crow, 1, m, nnz);
+        B::int_from_data(TensorData::new(rows, [nnz]), device)
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Host kernels.
+
+/// A value type the kernels compute in.
+pub trait Real: Copy + Default + Send + Sync + core::ops::Add<Output = Self> + core::ops::Mul<Output = Self> + 'static {
+    /// `a * b + c`, fused where the caller compiled for FMA.
+    fn mul_add(a: Self, b: Self, c: Self) -> Self;
+}
+impl Real for f32 {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+impl Real for f64 {
+    #[inline(always)]
+    fn mul_add(a: f64, b: f64, c: f64) -> f64 {
+        a.mul_add(b, c)
+    }
+}
+
+/// `acc[t] += v * x[t]`, fused multiply-add only where FMA is compiled in (else `mul_add` is a
+/// library call).
+#[inline(always)]
+fn axpy<T: Real, const FMA: bool>(acc: &mut [T], v: T, x: &[T]) {
+    for (a, &xi) in acc.iter_mut().zip(x) {
+        *a = if FMA { T::mul_add(v, xi, *a) } else { *a + v * xi };
+    }
+}
+
+/// Entries ahead at which the row gather prefetches: the rows of `X` an output row reads are
+/// scattered, and the gather is latency-bound even when `X` fits in the last-level cache
+/// (measured: 4096 x 128 gains 20 %, 100k x 64 gains 2x).
+const PREFETCH: usize = 16;
+
+/// Prefetches the tile of the `X` row that entry `j` will read (no-op past the end).
+#[inline(always)]
+fn prefetch_row<T, J: IndexElem>(x: &[T], col: &[J], j: usize, n: usize, t0: usize, width: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(c) = col.get(j) {
+        let start = c.to_i64() as usize * n + t0;
+        let bytes = width * core::mem::size_of::<T>();
+        if start + width <= x.len() {
+            let base = x[start..].as_ptr() as *const i8;
+            let mut off = 0;
+            while off < bytes {
+                // SAFETY: prefetching never faults; the address lies inside `x`.
+                unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(base.add(off)) };
+                off += 64;
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, col, j, n, t0, width);
+}
+
+/// Rows `[r0, r1)` of `A · X` into `out` (those rows, `[r1 - r0, n]`), `X` gathered by `col`.
+/// Columns are processed in register tiles of `TILE`, each accumulated over the row's entries.
+#[inline(always)]
+fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+    let rows = out.len() / n.max(1);
+    for r in 0..rows {
+        let (s, e) = (crow[r0 + r].to_i64() as usize, crow[r0 + r + 1].to_i64() as usize);
+        let orow = &mut out[r * n..(r + 1) * n];
+        let mut t0 = 0;
+        while t0 < n {
+            let w = TILE.min(n - t0);
+            let mut acc = [T::default(); TILE];
+            if w == TILE {
+                for j in s..e {
+                    prefetch_row(x, col, j + PREFETCH, n, t0, TILE);
+                    let xr = &x[col[j].to_i64() as usize * n + t0..][..TILE];
+                    axpy::<T, FMA>(&mut acc, val[j], xr);
+                }
+            } else {
+                for j in s..e {
+                    let xr = &x[col[j].to_i64() as usize * n + t0..][..w];
+                    axpy::<T, FMA>(&mut acc[..w], val[j], xr);
+                }
+            }
+            for (o, &a) in orow[t0..t0 + w].iter_mut().zip(&acc[..w]) {
+                o.write(a);
+            }
+            t0 += w;
+        }
+    }
+}
+
+macro_rules! multiversion {
+    ($(#[$m:meta])* fn $name:ident<$($g:ident: $b:path),*>($($arg:ident: $ty:ty),*) => $body:ident) => {
+        $(#[$m])*
+        fn $name<$($g: $b),*>($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn avx512<$($g: $b),*>($($arg: $ty),*) { $body::<$($g),*, true>($($arg),*) }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2<$($g: $b),*>($($arg: $ty),*) { $body::<$($g),*, true>($($arg),*) }
+                if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
+                    // SAFETY: the CPU supports the features the function was compiled for.
+                    return unsafe { avx512::<$($g),*>($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: as above.
+                    return unsafe { avx2::<$($g),*>($($arg),*) };
+                }
+            }
+            $body::<$($g),*, false>($($arg),*)
+        }
+    };
+}
+
+/// `spmm_rows` compiled for the best vector extension available. With AVX-512's 32 registers a
+/// row of up to 128 f32 columns stays in registers (one pass over the row's entries); AVX2's 16
+/// hold 64.
+fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+            spmm_rows::<T, I, J, true, TILE>(crow, col, val, x, n, r0, out)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+            spmm_rows::<T, I, J, true, 64>(crow, col, val, x, n, r0, out)
+        }
+        let wide = core::mem::size_of::<T>() == 4 && n % 128 == 0;
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
+            // SAFETY: the CPU supports the features the functions were compiled for.
+            return unsafe {
+                if wide {
+                    avx512::<T, I, J, 128>(crow, col, val, x, n, r0, out)
+                } else {
+                    avx512::<T, I, J, 64>(crow, col, val, x, n, r0, out)
+                }
+            };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { avx2::<T, I, J>(crow, col, val, x, n, r0, out) };
+        }
+    }
+    spmm_rows::<T, I, J, false, 64>(crow, col, val, x, n, r0, out)
+}
+
+/// Row blocks with about equal stored entries (and a bounded row count), for rayon tasks.
+pub fn balanced_row_blocks<I: IndexElem>(crow: &[I], tasks: usize) -> Vec<usize> {
+    let m = crow.len() - 1;
+    let nnz = crow[m].to_i64() as usize;
+    let target = (nnz / tasks.max(1)).max(1);
+    let mut cuts = vec![0usize];
+    let mut last = 0usize;
+    let max_rows = (m / tasks.max(1)).max(1) * 4;
+    for r in 1..m {
+        let at = crow[r].to_i64() as usize;
+        if at - last >= target || r - cuts.last().expect("non-empty") >= max_rows {
+            cuts.push(r);
+            last = at;
+        }
+    }
+    if m > 0 {
+        cuts.push(m);
+    }
+    cuts
+}
+
+/// `A · X` on host slices: `out [m, n]` (`m = crow.len() - 1`). Every output element is written
+/// exactly once (no zeroing pass over the output).
+pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize) -> Vec<T> {
+    let m = crow.len() - 1;
+    if n == 0 || m == 0 {
+        return Vec::new();
+    }
+    let mut out: Vec<T> = Vec::with_capacity(m * n);
+    let cuts = balanced_row_blocks(crow, rayon::current_num_threads() * 16);
+    let mut parts = Vec::with_capacity(cuts.len());
+    let mut rest = &mut out.spare_capacity_mut()[..m * n];
+    for w in cuts.windows(2) {
+        let (head, tail) = rest.split_at_mut((w[1] - w[0]) * n);
+        parts.push((w[0], head));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(r0, part)| spmm_rows_dispatch(crow, col, val, x, n, r0, part));
+    // SAFETY: the row blocks partition 0..m and the kernel writes every element of its rows.
+    unsafe { out.set_len(m * n) };
+    out
+}
+
+/// The CSC view of a CSR pattern `[m, k]`: `(ccol [k + 1], row [nnz], perm [nnz])` with
+/// `perm[p]` the CSR position of the p-th entry in column order (a stable counting sort).
+pub fn csr_transpose_pattern<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], k: usize) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+    let m = crow.len() - 1;
+    let nnz = col.len();
+    let mut ccol = vec![0i64; k + 1];
+    for &c in col {
+        ccol[c.to_i64() as usize + 1] += 1;
+    }
+    for i in 0..k {
+        ccol[i + 1] += ccol[i];
+    }
+    let mut next: Vec<i64> = ccol[..k].to_vec();
+    let mut row = vec![0i64; nnz];
+    let mut perm = vec![0i64; nnz];
+    for r in 0..m {
+        for j in crow[r].to_i64() as usize..crow[r + 1].to_i64() as usize {
+            let c = col[j].to_i64() as usize;
+            let p = next[c] as usize;
+            next[c] += 1;
+            row[p] = r as i64;
+            perm[p] = j as i64;
+        }
+    }
+    (ccol, row, perm)
+}
+
+/// `Aᵀ · G` on host slices (`A [m, k]` CSR, `G [m, n]`): `out [k, n]`.
+pub fn spmm_t<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], g: &[T], n: usize, k: usize) -> Vec<T> {
+    let (ccol, row, perm) = csr_transpose_pattern(crow, col, k);
+    let tval: Vec<T> = perm.iter().map(|&p| val[p as usize]).collect();
+    spmm(&ccol, &row, &tval, g, n)
+}
+
+/// Entries `[j0, j0 + out.len())` of the sampled product, their rows known from `crow`.
+#[inline(always)]
+fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [T]) {
+    const LANES: usize = 16;
+    let base = crow[r0].to_i64() as usize;
+    let mut r = r0;
+    for (o, jj) in out.iter_mut().zip(base..) {
+        while crow[r + 1].to_i64() as usize <= jj {
+            r += 1;
+        }
+        let ar = &a[r * d..(r + 1) * d];
+        let br = &b[col[jj].to_i64() as usize * d..][..d];
+        let mut acc = [T::default(); LANES];
+        let mut chunks_a = ar.chunks_exact(LANES);
+        let mut chunks_b = br.chunks_exact(LANES);
+        for (ca, cb) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
+            for t in 0..LANES {
+                acc[t] = if FMA { T::mul_add(ca[t], cb[t], acc[t]) } else { acc[t] + ca[t] * cb[t] };
+            }
+        }
+        let mut sum = T::default();
+        for (&x, &y) in chunks_a.remainder().iter().zip(chunks_b.remainder()) {
+            sum = sum + x * y;
+        }
+        for v in acc {
+            sum = sum + v;
+        }
+        *o = sum;
+    }
+}
+
+multiversion! {
+    /// `sddmm_rows` compiled for the best vector extension available.
+    fn sddmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [T]) => sddmm_rows
+}
+
+/// `out[j] = a[row j] · b[col j]` on host slices (`a [m, d]`, `b [k, d]`).
+pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize) -> Vec<T> {
+    let m = crow.len() - 1;
+    let nnz = col.len();
+    let mut out = vec![T::default(); nnz];
+    if nnz == 0 || m == 0 {
+        return out;
+    }
+    let cuts = balanced_row_blocks(crow, rayon::current_num_threads() * 16);
+    let mut parts = Vec::with_capacity(cuts.len());
+    let mut rest: &mut [T] = &mut out;
+    for w in cuts.windows(2) {
+        let len = (crow[w[1]].to_i64() - crow[w[0]].to_i64()) as usize;
+        let (head, tail) = rest.split_at_mut(len);
+        parts.push((w[0], head));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(r0, part)| sddmm_rows_dispatch(crow, col, a, b, d, r0, part));
+    out
+}
+
+// ------------------------------------------------------------------------------------------
+// Flex: the host kernels on its buffers.
+
+fn contiguous(t: FlexTensor) -> FlexTensor {
+    if t.is_contiguous() && t.layout().start_offset() == 0 { t } else { t.to_contiguous() }
+}
+
+fn int_slice(t: &FlexTensor) -> IntSlice<'_> {
+    match t.dtype() {
+        DType::I64 => IntSlice::I64(t.as_slice().expect("contiguous i64")),
+        DType::I32 => IntSlice::I32(t.as_slice().expect("contiguous i32")),
+        DType::I16 => IntSlice::I16(t.as_slice().expect("contiguous i16")),
+        DType::I8 => IntSlice::I8(t.as_slice().expect("contiguous i8")),
+        other => panic!("index tensors must have an integer dtype, got {other:?}"),
+    }
+}
+
+/// Runs `f32`/`f64` kernels; 16-bit floats are widened to f32 (f32 accumulation) and narrowed back.
+fn with_real<const N: usize>(
+    inputs: [FlexTensor; N],
+    shape: Vec<usize>,
+    f32k: impl FnOnce([&[f32]; N]) -> Vec<f32>,
+    f64k: impl FnOnce([&[f64]; N]) -> Vec<f64>,
+) -> FlexTensor {
+    let dtype = inputs[0].dtype();
+    match dtype {
+        DType::F64 => {
+            let ins = inputs.map(contiguous);
+            let out = f64k(core::array::from_fn(|i| ins[i].as_slice::<f64>().expect("f64 operands")));
+            FlexTensor::from_data(TensorData::new(out, shape))
+        }
+        DType::F32 => {
+            let ins = inputs.map(contiguous);
+            let out = f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 operands")));
+            FlexTensor::from_data(TensorData::new(out, shape))
+        }
+        _ => {
+            let ins = inputs.map(|t| FlexTensor::from_data(t.into_data().convert_dtype(DType::F32)));
+            let out = f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 operands")));
+            FlexTensor::from_data(TensorData::new(out, shape).convert_dtype(dtype))
+        }
+    }
+}
+
+impl SpmmKernels for Flex {
+    fn csr_spmm(crow: FlexTensor, col: FlexTensor, values: FlexTensor, x: FlexTensor) -> FlexTensor {
+        let (crow, col) = (contiguous(crow), contiguous(col));
+        let m = crow.shape()[0] - 1;
+        let n = x.shape()[1];
+        let (cs, ps) = (int_slice(&crow), int_slice(&col));
+        with_real(
+            [values, x],
+            vec![m, n],
+            |[v, x]| match_ints!(cs, c => match_ints!(ps, p => spmm(c, p, v, x, n))),
+            |[v, x]| match_ints!(cs, c => match_ints!(ps, p => spmm(c, p, v, x, n))),
+        )
+    }
+
+    fn csr_spmm_t(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, k: usize) -> FlexTensor {
+        let (crow, col) = (contiguous(crow), contiguous(col));
+        let n = g.shape()[1];
+        let (cs, ps) = (int_slice(&crow), int_slice(&col));
+        with_real(
+            [values, g],
+            vec![k, n],
+            |[v, g]| match_ints!(cs, c => match_ints!(ps, p => spmm_t(c, p, v, g, n, k))),
+            |[v, g]| match_ints!(cs, c => match_ints!(ps, p => spmm_t(c, p, v, g, n, k))),
+        )
+    }
+
+    fn csr_sddmm(crow: FlexTensor, col: FlexTensor, a: FlexTensor, b: FlexTensor) -> FlexTensor {
+        let (crow, col) = (contiguous(crow), contiguous(col));
+        let nnz = col.shape()[0];
+        let d = a.shape()[1];
+        let (cs, ps) = (int_slice(&crow), int_slice(&col));
+        with_real(
+            [a, b],
+            vec![nnz],
+            |[a, b]| match_ints!(cs, c => match_ints!(ps, p => sddmm(c, p, a, b, d))),
+            |[a, b]| match_ints!(cs, c => match_ints!(ps, p => sddmm(c, p, a, b, d))),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dense_ref(m: usize, k: usize, crow: &[i64], col: &[i64], val: &[f64]) -> Vec<f64> {
+        let mut a = vec![0.0; m * k];
+        for r in 0..m {
+            for j in crow[r] as usize..crow[r + 1] as usize {
+                a[r * k + col[j] as usize] += val[j];
+            }
+        }
+        a
+    }
+
+    fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                for j in 0..n {
+                    c[i * n + j] += a[i * k + p] * b[p * n + j];
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn kernels_match_dense_products() {
+        // A 7 x 5 with an empty row, n = 70 (one full tile and a partial one).
+        let (m, k, n) = (7, 5, 70);
+        let crow = vec![0i64, 2, 2, 5, 6, 8, 9, 11];
+        let col = vec![0i64, 4, 1, 2, 3, 0, 2, 4, 1, 0, 3];
+        let val: Vec<f64> = (0..11).map(|i| i as f64 * 0.5 - 2.0).collect();
+        let x: Vec<f64> = (0..k * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
+        let a = dense_ref(m, k, &crow, &col, &val);
+        assert_eq!(spmm(&crow, &col, &val, &x, n), matmul(&a, &x, m, k, n));
+        let g: Vec<f64> = (0..m * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
+        let mut at = vec![0.0; k * m];
+        for i in 0..m {
+            for j in 0..k {
+                at[j * m + i] = a[i * k + j];
+            }
+        }
+        assert_eq!(spmm_t(&crow, &col, &val, &g, n, k), matmul(&at, &g, k, m, n));
+        let full = {
+            let mut xt = vec![0.0; n * k];
+            for i in 0..k {
+                for j in 0..n {
+                    xt[j * k + i] = x[i * n + j];
+                }
+            }
+            matmul(&g, &xt, m, n, k)
+        };
+        let s = sddmm(&crow, &col, &g, &x, n);
+        for r in 0..m {
+            for j in crow[r] as usize..crow[r + 1] as usize {
+                assert_eq!(s[j], full[r * k + col[j] as usize]);
+            }
+        }
+    }
+}
