@@ -122,6 +122,39 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
     }
 }
 
+#[derive(burn::module::Module, Debug)]
+struct Gcn2 {
+    l0: sparsegrad::nn::GcnConv,
+    l1: sparsegrad::nn::GcnConv,
+}
+
+/// One GCN training step on Cora (forward, backward, Adam), as `../shared/anchors/anchor_gcn.py`
+/// (which trains on dense features; here they stay sparse).
+fn gcn_step(bench: &Bench) {
+    use burn::nn::loss::CrossEntropyLossConfig;
+    use burn::optim::{AdamConfig, GradientsParams};
+    use sparsegrad::nn::{gcn_norm, GcnConvConfig, Planetoid};
+    let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
+    let device = Device::flex().autodiff();
+    let adj = gcn_norm(&g.edges, g.nodes, &device).expect("valid graph");
+    let x = g.features_csr(&device);
+    let train = Tensor::<1, Int>::from_data(TensorData::new(g.train.iter().map(|&i| i as i64).collect::<Vec<_>>(), [g.train.len()]), (&device, DType::I64));
+    let labels = Tensor::<1, Int>::from_data(TensorData::new(g.train.iter().map(|&i| g.labels[i] as i64).collect::<Vec<_>>(), [g.train.len()]), &device);
+    let mut model = Some(Gcn2 { l0: GcnConvConfig::new(g.num_features, 16).init(&device), l1: GcnConvConfig::new(16, g.num_classes).init(&device) });
+    let mut optim = AdamConfig::new().init();
+    let loss_fn = CrossEntropyLossConfig::new().init(&device);
+    let ms = time(20, || {
+        let m = model.take().expect("model");
+        let h = burn::tensor::activation::relu(m.l0.forward_sparse(&adj, &x));
+        let logits = m.l1.forward(&adj, h).select(0, train.clone());
+        let w0 = m.l0.weight.val();
+        let loss = loss_fn.forward(logits, labels.clone()) + (w0.clone() * w0).sum() * 2.5e-4;
+        let grads = GradientsParams::from_grads(loss.backward(), &m);
+        model = Some(optim.step(0.01, m, grads));
+    });
+    bench.report("gcn_train_step", "cora", ms, None);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let bench = Bench {
@@ -163,6 +196,10 @@ fn main() {
         let s = SparseTensor::coo(indices, values, [1_000_000, 1_000_000]).expect("valid COO");
         let ms = time(3, || s.coalesce());
         bench.report("coalesce", "10M nse 1Mx1M", ms, None);
+    }
+
+    if bench.wants("gcn_step") {
+        gcn_step(&bench);
     }
 
     if bench.wants("dense_to_csr") {

@@ -22,10 +22,11 @@ pub use sparsegrad_autodiff as autodiff;
 pub use sparsegrad_backend as backend;
 pub use sparsegrad_backend::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
 
-/// The numerical gradient checker (`sparsegrad::gradcheck::gradcheck`).
+/// The numerical gradient checker (`sparsegrad::gradcheck(...)`, options and reports in the module).
 pub mod gradcheck {
     pub use sparsegrad_autodiff::gradcheck::*;
 }
+pub use sparsegrad_autodiff::gradcheck::gradcheck;
 
 /// Sparse layers.
 pub mod nn {
@@ -34,9 +35,17 @@ pub mod nn {
 
 /// torch.sparse's free functions: the matmul family (`mm`, `addmm`, `sampled_addmm`, `mv`,
 /// `bmm`, `smm`, `hspmm`, `sspaddmm`, `mm_dense_sparse`, `spgemm`) and the conversions.
+/// Arithmetic and unary ops (`add`, `mul`, `mul_dense`, `pow`, `sin`, ...) are methods of
+/// `SparseTensor` (`backend::elementwise`, `backend::unary`), as in torch.
 pub mod sparse {
     pub use sparsegrad_autodiff::matmul::*;
+    pub use sparsegrad_autodiff::softmax::*;
+    pub use sparsegrad_backend::cat::*;
     pub use sparsegrad_backend::convert::dense_to_sparse;
+    pub use sparsegrad_backend::reduce::*;
+    pub use sparsegrad_backend::select::*;
+    pub use sparsegrad_backend::shape::*;
+    pub use sparsegrad_backend::spdiags::*;
 }
 
 /// `use sparsegrad::prelude::*;` brings the type, its layouts, errors and `ToSparse`.

@@ -8,5 +8,6 @@
 pub mod gradcheck;
 pub mod matmul;
 pub mod products;
+pub mod softmax;
 
 pub use gradcheck::{gradcheck, GradInput, GradcheckError, GradcheckOptions, GradcheckReport, Mismatch};

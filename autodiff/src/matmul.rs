@@ -224,7 +224,10 @@ pub fn try_sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D
     let b = reshape(mat2.swap_dims(D - 2, D - 1), [batch * n, k]);
     let nnz_total = s.values_flat().dims()[0];
     let sampled = reshape(sddmm(&crow, &col, a, b), [nnz_total, 1]);
-    Ok(s.with_values(s.values_flat() * beta + sampled * alpha))
+    let sampled = if alpha == 1.0 { sampled } else { sampled * alpha };
+    // As torch: with beta = 0 the input's values are ignored (not multiplied: NaN * 0 is NaN).
+    let values = if beta == 0.0 { sampled } else { s.values_flat() * beta + sampled };
+    Ok(s.with_values(values))
 }
 
 /// torch's `bmm`: `a [B, m, k]` (COO with 3 sparse dims, or batched CSR/CSC) @ `x [B, k, n]`.

@@ -9,17 +9,25 @@
 //! - [`SparseError`] (`error`): what is wrong and where.
 
 pub mod algebra;
+pub mod cat;
 pub mod construct;
 pub mod convert;
 mod display;
+pub mod elementwise;
 pub mod error;
 pub mod host;
 pub mod layout;
 pub mod movement;
+pub mod reduce;
+pub mod select;
+pub mod shape;
+pub mod softmax;
+pub mod spdiags;
 pub mod spmm;
 pub mod tensor;
 pub mod to_sparse;
 pub mod transpose;
+pub mod unary;
 pub mod util;
 
 pub use convert::SparseSpec;

@@ -277,68 +277,141 @@ pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T
     out
 }
 
-/// The CSC view of a CSR pattern `[m, k]`: `(ccol [k + 1], row [nnz], perm [nnz])` with
-/// `perm[p]` the CSR position of the p-th entry in column order (a stable counting sort).
-pub fn csr_transpose_pattern<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], k: usize) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
-    let m = crow.len() - 1;
+/// The CSC view of a CSR matrix `[m, k]`: `(ccol [k + 1], row [nnz], value(j) in column order)`,
+/// `value(j)` the value (or the CSR position) of entry `j`.
+/// A stable counting sort on the column, parallel over row blocks: each block counts its
+/// columns, exclusive offsets are laid out (column, block)-major, and each block scatters its
+/// entries to its own slots, so no two threads write the same place.
+pub fn csr_transpose<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], value: impl Fn(usize) -> T + Sync, k: usize) -> (Vec<i64>, Vec<i64>, Vec<T>) {
     let nnz = col.len();
+    let tasks = if nnz >= crate::algebra::PARALLEL_MIN { rayon::current_num_threads().clamp(1, 8) } else { 1 };
+    let cuts = balanced_row_blocks(crow, tasks);
+    let mut hists: Vec<Vec<i64>> = cuts
+        .par_windows(2)
+        .map(|w| {
+            let mut h = vec![0i64; k];
+            for &c in &col[crow[w[0]].to_i64() as usize..crow[w[1]].to_i64() as usize] {
+                h[c.to_i64() as usize] += 1;
+            }
+            h
+        })
+        .collect();
     let mut ccol = vec![0i64; k + 1];
-    for &c in col {
-        ccol[c.to_i64() as usize + 1] += 1;
-    }
-    for i in 0..k {
-        ccol[i + 1] += ccol[i];
-    }
-    let mut next: Vec<i64> = ccol[..k].to_vec();
-    let mut row = vec![0i64; nnz];
-    let mut perm = vec![0i64; nnz];
-    for r in 0..m {
-        for j in crow[r].to_i64() as usize..crow[r + 1].to_i64() as usize {
-            let c = col[j].to_i64() as usize;
-            let p = next[c] as usize;
-            next[c] += 1;
-            row[p] = r as i64;
-            perm[p] = j as i64;
+    let mut running = 0i64;
+    for c in 0..k {
+        ccol[c] = running;
+        for h in hists.iter_mut() {
+            let n = h[c];
+            h[c] = running;
+            running += n;
         }
     }
-    (ccol, row, perm)
+    ccol[k] = running;
+    let mut row: Vec<i64> = Vec::with_capacity(nnz);
+    let mut tval: Vec<T> = Vec::with_capacity(nnz);
+    let (rp, vp) = (SendPtr(row.as_mut_ptr()), SendPtr(tval.as_mut_ptr()));
+    cuts.par_windows(2).zip(hists.par_iter_mut()).for_each(|(w, next)| {
+        for r in w[0]..w[1] {
+            for j in crow[r].to_i64() as usize..crow[r + 1].to_i64() as usize {
+                let c = col[j].to_i64() as usize;
+                let p = next[c] as usize;
+                next[c] += 1;
+                // SAFETY: the offsets partition 0..nnz by (column, block); each slot is written
+                // by exactly one block, once.
+                unsafe {
+                    rp.at(p).write(r as i64);
+                    vp.at(p).write(value(j));
+                }
+            }
+        }
+    });
+    // SAFETY: every slot was written above.
+    unsafe {
+        row.set_len(nnz);
+        tval.set_len(nnz);
+    }
+    (ccol, row, tval)
+}
+
+/// A raw pointer tasks write through at disjoint positions.
+struct SendPtr<T>(*mut T);
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    fn at(&self, i: usize) -> *mut T {
+        // SAFETY (callers): `i` is inside the allocation.
+        unsafe { self.0.add(i) }
+    }
 }
 
 /// `Aᵀ · G` on host slices (`A [m, k]` CSR, `G [m, n]`): `out [k, n]`.
 pub fn spmm_t<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], g: &[T], n: usize, k: usize) -> Vec<T> {
-    let (ccol, row, perm) = csr_transpose_pattern(crow, col, k);
-    let tval: Vec<T> = perm.iter().map(|&p| val[p as usize]).collect();
+    let (ccol, row, tval) = csr_transpose(crow, col, |j| val[j], k);
     spmm(&ccol, &row, &tval, g, n)
 }
 
-/// Entries `[j0, j0 + out.len())` of the sampled product, their rows known from `crow`.
+/// `Aᵀ · G` with the CSC view of `A`'s pattern given (`perm[p]`: the CSR position of the p-th
+/// entry in column order): only the values are permuted.
+pub fn spmm_t_with<T: Real>(csc: &CscPattern, val: &[T], g: &[T], n: usize) -> Vec<T> {
+    let tval: Vec<T> = csc.perm.par_iter().map(|&p| val[p as usize]).collect();
+    spmm(&csc.ccol, &csc.row, &tval, g, n)
+}
+
+/// The CSC view of a CSR pattern.
+#[derive(Debug)]
+pub struct CscPattern {
+    /// Column pointers `[k + 1]`.
+    pub ccol: Vec<i64>,
+    /// Row of each entry in column order.
+    pub row: Vec<i64>,
+    /// CSR position of each entry in column order.
+    pub perm: Vec<i64>,
+}
+
+impl CscPattern {
+    /// The CSC view of the CSR pattern `(crow, col)` with `k` columns.
+    pub fn of<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], k: usize) -> Self {
+        let (ccol, row, perm) = csr_transpose(crow, col, |j| j as i64, k);
+        Self { ccol, row, perm }
+    }
+}
+
+/// Entries of rows `r0..` filling `out` (which starts at row `r0`'s first entry): each row of
+/// `a` is read once for all its entries, dot products run in 16 lanes and reduce by halving.
 #[inline(always)]
 fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [T]) {
     const LANES: usize = 16;
     let base = crow[r0].to_i64() as usize;
     let mut r = r0;
-    for (o, jj) in out.iter_mut().zip(base..) {
-        while crow[r + 1].to_i64() as usize <= jj {
-            r += 1;
-        }
+    let mut done = 0;
+    while done < out.len() {
+        let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
         let ar = &a[r * d..(r + 1) * d];
-        let br = &b[col[jj].to_i64() as usize * d..][..d];
-        let mut acc = [T::default(); LANES];
-        let mut chunks_a = ar.chunks_exact(LANES);
-        let mut chunks_b = br.chunks_exact(LANES);
-        for (ca, cb) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
-            for t in 0..LANES {
-                acc[t] = if FMA { T::mul_add(ca[t], cb[t], acc[t]) } else { acc[t] + ca[t] * cb[t] };
+        for j in s..e {
+            prefetch_row(b, col, j + PREFETCH, d, 0, d.min(64));
+            let br = &b[col[j].to_i64() as usize * d..][..d];
+            let mut acc = [T::default(); LANES];
+            let mut chunks_a = ar.chunks_exact(LANES);
+            let mut chunks_b = br.chunks_exact(LANES);
+            for (ca, cb) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
+                for t in 0..LANES {
+                    acc[t] = if FMA { T::mul_add(ca[t], cb[t], acc[t]) } else { acc[t] + ca[t] * cb[t] };
+                }
             }
+            for (t, (&x, &y)) in chunks_a.remainder().iter().zip(chunks_b.remainder()).enumerate() {
+                acc[t] = acc[t] + x * y;
+            }
+            let mut width = LANES / 2;
+            while width > 0 {
+                for t in 0..width {
+                    acc[t] = acc[t] + acc[t + width];
+                }
+                width /= 2;
+            }
+            out[j - base] = acc[0];
         }
-        let mut sum = T::default();
-        for (&x, &y) in chunks_a.remainder().iter().zip(chunks_b.remainder()) {
-            sum = sum + x * y;
-        }
-        for v in acc {
-            sum = sum + v;
-        }
-        *o = sum;
+        done += e - s;
+        r += 1;
     }
 }
 
@@ -412,6 +485,43 @@ fn with_real<const N: usize>(
     }
 }
 
+/// Transposed patterns kept for reuse: training multiplies by `Aᵀ` with the same pattern at
+/// every backward pass, and the counting sort costs as much as a product. Entries hold clones of
+/// the index tensors, so a buffer cannot be freed and its address reused while cached.
+struct CachedTranspose {
+    crow: FlexTensor,
+    col: FlexTensor,
+    k: usize,
+    csc: std::sync::Arc<CscPattern>,
+}
+
+/// Patterns kept (most recent first).
+const TRANSPOSE_CACHE: usize = 4;
+
+static TRANSPOSES: std::sync::Mutex<Vec<CachedTranspose>> = std::sync::Mutex::new(Vec::new());
+
+fn same_buffer(a: &FlexTensor, b: &FlexTensor) -> bool {
+    std::sync::Arc::ptr_eq(&a.data_arc(), &b.data_arc()) && a.layout() == b.layout() && a.dtype() == b.dtype()
+}
+
+/// The CSC view of `(crow, col)`, from the cache or computed and cached.
+fn cached_transpose(crow: &FlexTensor, col: &FlexTensor, k: usize) -> std::sync::Arc<CscPattern> {
+    let mut cache = TRANSPOSES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = cache.iter().position(|c| c.k == k && same_buffer(&c.crow, crow) && same_buffer(&c.col, col)) {
+        let hit = cache.remove(i);
+        let csc = hit.csc.clone();
+        cache.insert(0, hit);
+        return csc;
+    }
+    drop(cache);
+    let (cs, ps) = (int_slice(crow), int_slice(col));
+    let csc = std::sync::Arc::new(match_ints!(cs, c => match_ints!(ps, p => CscPattern::of(c, p, k))));
+    let mut cache = TRANSPOSES.lock().unwrap_or_else(|e| e.into_inner());
+    cache.insert(0, CachedTranspose { crow: crow.clone(), col: col.clone(), k, csc: csc.clone() });
+    cache.truncate(TRANSPOSE_CACHE);
+    csc
+}
+
 impl SpmmKernels for Flex {
     fn csr_spmm(crow: FlexTensor, col: FlexTensor, values: FlexTensor, x: FlexTensor) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
@@ -429,13 +539,8 @@ impl SpmmKernels for Flex {
     fn csr_spmm_t(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, k: usize) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
-        let (cs, ps) = (int_slice(&crow), int_slice(&col));
-        with_real(
-            [values, g],
-            vec![k, n],
-            |[v, g]| match_ints!(cs, c => match_ints!(ps, p => spmm_t(c, p, v, g, n, k))),
-            |[v, g]| match_ints!(cs, c => match_ints!(ps, p => spmm_t(c, p, v, g, n, k))),
-        )
+        let csc = cached_transpose(&crow, &col, k);
+        with_real([values, g], vec![k, n], |[v, g]| spmm_t_with(&csc, v, g, n), |[v, g]| spmm_t_with(&csc, v, g, n))
     }
 
     fn csr_sddmm(crow: FlexTensor, col: FlexTensor, a: FlexTensor, b: FlexTensor) -> FlexTensor {

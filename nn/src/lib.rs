@@ -1,5 +1,13 @@
-//! sparsegrad-nn: sparse neural-network layers for burn (sparse-weight linear layers and graph
-//! convolutions). The layers arrive with the matmul family they are built on.
+//! sparsegrad-nn: sparse neural-network layers for burn.
+//!
+//! - `gcn`: [`GcnConv`] and [`gcn_norm`] (Kipf & Welling's graph convolution).
+//! - `dropout`: dropout on the stored values of sparse tensors (and a seeded dense twin).
+//! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club).
 
-pub use sparsegrad_autodiff as autodiff;
-pub use sparsegrad_backend as backend;
+pub mod dropout;
+pub mod gcn;
+pub mod planetoid;
+
+pub use dropout::{dense_dropout, sparse_dropout, MaskRng};
+pub use gcn::{gcn_norm, GcnConv, GcnConvConfig};
+pub use planetoid::{DataError, Planetoid};
