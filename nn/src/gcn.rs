@@ -59,9 +59,9 @@ impl GcnConv {
     }
 }
 
-/// `D^-1/2 (A + I) D^-1/2` as CSR (f32 values, int64 indices) for an undirected graph of `n`
-/// nodes given by its edges (each listed once or twice; self loops and repeats are merged).
-pub fn gcn_norm(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
+/// Sorted neighbour lists of `A + I` for an undirected graph (edges listed once or twice; self
+/// loops and repeats merged).
+fn neighbours_with_self_loops(edges: &[(usize, usize)], n: usize) -> sparsegrad_backend::Result<Vec<Vec<usize>>> {
     let mut neighbours: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
     for &(u, v) in edges {
         if u >= n || v >= n {
@@ -74,14 +74,33 @@ pub fn gcn_norm(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegr
         list.sort_unstable();
         list.dedup();
     }
+    Ok(neighbours)
+}
+
+/// `A + I` as CSR with unit values (f32, int64 indices): the pattern attention layers use.
+pub fn adjacency_with_self_loops(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
+    let neighbours = neighbours_with_self_loops(edges, n)?;
+    csr_from_lists(&neighbours, |_, _| 1.0, device)
+}
+
+/// `D^-1/2 (A + I) D^-1/2` as CSR (f32 values, int64 indices) for an undirected graph of `n`
+/// nodes given by its edges (each listed once or twice; self loops and repeats are merged).
+pub fn gcn_norm(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
+    let neighbours = neighbours_with_self_loops(edges, n)?;
     let scale: Vec<f64> = neighbours.iter().map(|l| 1.0 / (l.len() as f64).sqrt()).collect();
+    csr_from_lists(&neighbours, |i, j| (scale[i] * scale[j]) as f32, device)
+}
+
+/// A square CSR tensor from sorted neighbour lists with `value(i, j)` at each entry.
+fn csr_from_lists(neighbours: &[Vec<usize>], value: impl Fn(usize, usize) -> f32, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
+    let n = neighbours.len();
     let mut crow = Vec::with_capacity(n + 1);
     let (mut col, mut val) = (Vec::new(), Vec::new());
     crow.push(0i64);
     for (i, list) in neighbours.iter().enumerate() {
         for &j in list {
             col.push(j as i64);
-            val.push((scale[i] * scale[j]) as f32);
+            val.push(value(i, j));
         }
         crow.push(col.len() as i64);
     }

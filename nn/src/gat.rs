@@ -1,0 +1,124 @@
+//! Graph attention (Veličković et al. 2018): `GatConv` with multi-head attention on a sparse
+//! adjacency pattern. Per head, the scores `e_ij = LeakyReLU(a_dstᵀ W h_i + a_srcᵀ W h_j)` are a
+//! rank-2 SDDMM on the pattern (`sampled_addmm` of `[dst, 1]` and `[1; srcᵀ]`), normalised over
+//! each node's neighbours by the sparse `softmax` (unspecified pairs are -inf), dropped out on
+//! their stored values, and the aggregation is the sparse `mm`. Nothing `n x n` is ever dense.
+
+use crate::dropout::{sparse_dropout, MaskRng};
+use burn::config::Config;
+use burn::module::{Module, Param};
+use burn::nn::Initializer;
+use burn::tensor::{activation::leaky_relu, Tensor};
+use sparsegrad_autodiff::matmul::{mm, sampled_addmm};
+use sparsegrad_autodiff::softmax::softmax;
+use sparsegrad_backend::SparseTensor;
+
+/// Configuration of a [`GatConv`] layer.
+#[derive(Config, Debug)]
+pub struct GatConvConfig {
+    /// Input features per node.
+    pub d_input: usize,
+    /// Output features per node and head.
+    pub d_output: usize,
+    /// Attention heads.
+    #[config(default = 1)]
+    pub heads: usize,
+    /// Concatenate the heads (`[n, heads * d_output]`) or average them (`[n, d_output]`).
+    #[config(default = true)]
+    pub concat: bool,
+    /// Slope of the LeakyReLU on the scores.
+    #[config(default = 0.2)]
+    pub negative_slope: f64,
+    /// Whether to add a bias.
+    #[config(default = true)]
+    pub bias: bool,
+}
+
+/// A multi-head graph attention layer.
+#[derive(Module, Debug)]
+pub struct GatConv {
+    /// `[d_input, heads * d_output]`, Glorot-uniform.
+    pub weight: Param<Tensor<2>>,
+    /// Source-side attention vectors `[heads, d_output]`.
+    pub att_src: Param<Tensor<2>>,
+    /// Destination-side attention vectors `[heads, d_output]`.
+    pub att_dst: Param<Tensor<2>>,
+    /// `[heads * d_output]` (concat) or `[d_output]`.
+    pub bias: Option<Param<Tensor<1>>>,
+    /// Attention heads.
+    pub heads: usize,
+    /// Output features per head.
+    pub d_output: usize,
+    /// Concatenate (or average) the heads.
+    pub concat: bool,
+    /// Slope of the LeakyReLU on the scores.
+    pub negative_slope: f64,
+}
+
+impl GatConvConfig {
+    /// A new layer on `device`.
+    pub fn init(&self, device: &burn::tensor::Device) -> GatConv {
+        let width = self.heads * self.d_output;
+        let glorot = Initializer::XavierUniform { gain: 1.0 };
+        GatConv {
+            weight: glorot.init_with([self.d_input, width], Some(self.d_input), Some(width), device),
+            att_src: glorot.init_with([self.heads, self.d_output], Some(self.d_output), Some(1), device),
+            att_dst: glorot.init_with([self.heads, self.d_output], Some(self.d_output), Some(1), device),
+            bias: self.bias.then(|| Initializer::Zeros.init([if self.concat { width } else { self.d_output }], device)),
+            heads: self.heads,
+            d_output: self.d_output,
+            concat: self.concat,
+            negative_slope: self.negative_slope,
+        }
+    }
+}
+
+impl GatConv {
+    /// The attention of head `h` on `adj`'s pattern given the projected features `wh [n, F]`.
+    fn attention(&self, adj: &SparseTensor<2>, wh: &Tensor<2>, h: usize, dropout: Option<(f64, &mut MaskRng)>) -> SparseTensor<2> {
+        let n = wh.dims()[0];
+        let a_src = self.att_src.val().slice([h..h + 1, 0..self.d_output]).reshape([self.d_output, 1]);
+        let a_dst = self.att_dst.val().slice([h..h + 1, 0..self.d_output]).reshape([self.d_output, 1]);
+        let (src, dst) = (wh.clone().matmul(a_src), wh.clone().matmul(a_dst));
+        let ones = Tensor::<2>::ones([n, 1], (&wh.device(), wh.dtype()));
+        // e_ij = dst_i * 1 + 1 * src_j, sampled on the pattern.
+        let left = Tensor::cat(vec![dst, ones.clone()], 1);
+        let right = Tensor::cat(vec![ones, src], 1).transpose();
+        let scores = sampled_addmm(adj, left, right, 0.0, 1.0);
+        let scores = scores.with_values(leaky_relu(scores.values_flat(), self.negative_slope));
+        let att = softmax(&scores, 1);
+        match dropout {
+            Some((p, rng)) if p > 0.0 => sparse_dropout(&att, p, rng),
+            _ => att,
+        }
+    }
+
+    /// The layer on dense features `x [n, d_input]` over `adj`'s pattern (its values are not
+    /// used; include self loops in it). `attention_dropout`: probability and mask stream, for
+    /// training.
+    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>, attention_dropout: Option<(f64, &mut MaskRng)>) -> Tensor<2> {
+        self.aggregate(adj, x.matmul(self.weight.val()), attention_dropout)
+    }
+
+    /// [`GatConv::forward`] for sparse features.
+    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>, attention_dropout: Option<(f64, &mut MaskRng)>) -> Tensor<2> {
+        self.aggregate(adj, mm(x, self.weight.val()), attention_dropout)
+    }
+
+    fn aggregate(&self, adj: &SparseTensor<2>, wh_all: Tensor<2>, mut attention_dropout: Option<(f64, &mut MaskRng)>) -> Tensor<2> {
+        let n = wh_all.dims()[0];
+        let f = self.d_output;
+        let outs: Vec<Tensor<2>> = (0..self.heads)
+            .map(|h| {
+                let wh = wh_all.clone().slice([0..n, h * f..(h + 1) * f]);
+                let drop = attention_dropout.as_mut().map(|(p, rng)| (*p, &mut **rng));
+                mm(&self.attention(adj, &wh, h, drop), wh)
+            })
+            .collect();
+        let out = if self.concat { Tensor::cat(outs, 1) } else { Tensor::stack::<3>(outs, 0).mean_dim(0).reshape([n, f]) };
+        match &self.bias {
+            Some(b) => out + b.val().unsqueeze::<2>(),
+            None => out,
+        }
+    }
+}
