@@ -208,4 +208,13 @@ fn main() {
         let ms = time(5, || d.clone().to_sparse_csr().expect("fits"));
         bench.report("dense_to_csr", "4096^2 d=0.1", ms, None);
     }
+
+    if bench.wants("softmax") {
+        // torch.sparse.softmax(A_coo, 1) on powerlaw100k (anchor 26.9 ms): a coalesced COO input.
+        if let Some((name, a, _, _)) = built.iter().find(|b| b.0 == "powerlaw100k") {
+            let s = csr_tensor(a, &device).to_sparse_coo();
+            let ms = time(5, || sparsegrad::sparse::softmax(&s, 1));
+            bench.report("softmax", &format!("{name} COO dim 1"), ms, None);
+        }
+    }
 }

@@ -158,6 +158,14 @@ pub enum SparseError {
         /// The second occurrence.
         position: usize,
     },
+    /// An op that does not map 0 to 0 (cos, exp, ...): its result would be dense, so it is
+    /// refused on sparse input, as torch refuses it ("unsupported tensor layout").
+    NotZeroPreserving {
+        /// The operation.
+        operation: &'static str,
+        /// The layout given, as text.
+        layout: &'static str,
+    },
     /// Arguments inconsistent with each other (dimension counts, ranks).
     InvalidArgument {
         /// The operation.
@@ -230,6 +238,10 @@ impl fmt::Display for SparseError {
             RepeatedIndex { position } => {
                 write!(f, "indices: entry {position} repeats the index before it")
             }
+            NotZeroPreserving { operation, layout } => write!(
+                f,
+                "{operation}: unsupported tensor layout: {layout} ({operation} does not map 0 to 0, so its result is dense); convert to dense first: `s.to_dense().{operation}()`"
+            ),
             InvalidArgument { operation, message } => write!(f, "{operation}: {message}"),
         }
     }

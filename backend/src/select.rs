@@ -1,1 +1,246 @@
-//! Work in progress (issue 4).
+//! Indexing: `index_select`, `select` (torch's `s[i]` along one dim), `at` (torch's `s[1, 0, 1]`:
+//! the dense value once every sparse dim is indexed), `narrow` (torch's `narrow_copy`) and
+//! [`sparse_mask`] (a dense tensor read at a sparse pattern).
+//!
+//! Along a sparse dim the kept entries and their new indices are found on the host (index
+//! algebra) and the values move with the row gather, whose gradient is the matching
+//! scatter-add; along a dense dim the values are selected with burn's `select`. Every result is
+//! differentiable with respect to the values (and `sparse_mask` with respect to the dense input).
+//! COO is native; the other layouts go through COO as `shape` describes.
+
+use crate::algebra::keys;
+use crate::error::{invalid, Result, SparseError};
+use crate::movement::{gather_rows, scatter_add_rows};
+use crate::shape::{fixed_rank, pick_dense};
+use crate::tensor::SparseTensor;
+use crate::util::{numel, read_i64, reshape};
+use burn::tensor::{Int, Tensor};
+
+fn out_of_bounds(dim: usize, position: usize, value: i64, size: usize) -> SparseError {
+    SparseError::IndexOutOfBounds { component: "index", dim, position, value, size }
+}
+
+impl<const D: usize> SparseTensor<D> {
+    fn check_dim(&self, operation: &'static str, dim: usize) -> Result<()> {
+        if dim >= D {
+            return Err(invalid(operation, format!("dim {dim} out of range for shape {:?}", self.shape)));
+        }
+        Ok(())
+    }
+
+    /// torch's `index_select(dim, index)`: the slices at `index` along `dim`, in that order
+    /// (repeats allowed). Panics on a bad dim or index (see [`Self::try_index_select`]).
+    pub fn index_select(&self, dim: usize, index: Tensor<1, Int>) -> Self {
+        self.try_index_select(dim, index).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::index_select`] returning an error for a dim out of range or an index out of
+    /// bounds. The result is coalesced when the input is and `index` is strictly increasing.
+    pub fn try_index_select(&self, dim: usize, index: Tensor<1, Int>) -> Result<Self> {
+        self.check_dim("index_select", dim)?;
+        let ids = read_i64(&index);
+        let size = self.shape[dim];
+        if let Some((p, &v)) = ids.iter().enumerate().find(|(_, &v)| v < 0 || v as usize >= size) {
+            return Err(out_of_bounds(dim, p, v, size));
+        }
+        let mut shape = self.shape;
+        shape[dim] = ids.len();
+        let indexed = self.indexed_dims();
+        if dim >= indexed {
+            let values = self.map_dense_dim(dim - indexed, |v| pick_dense(v, ids));
+            return Ok(Self { shape, values, ..self.clone() });
+        }
+        self.via_coo(|c| {
+            let (sd, nse) = (c.sparse_dim, c.nnz());
+            let rows = c.coo_host_indices();
+            let slots = positions_of(&ids, size);
+            let (mut src, mut new_coord) = (Vec::new(), Vec::new());
+            for j in 0..nse {
+                let at = rows[dim * nse + j] as usize;
+                for &k in &slots.1[slots.0[at]..slots.0[at + 1]] {
+                    src.push(j as i64);
+                    new_coord.push(k);
+                }
+            }
+            let m = src.len();
+            let mut out = Vec::with_capacity(sd * m);
+            for d in 0..sd {
+                if d == dim {
+                    out.extend_from_slice(&new_coord);
+                } else {
+                    out.extend(src.iter().map(|&j| rows[d * nse + j as usize]));
+                }
+            }
+            let increasing = ids.windows(2).all(|w| w[0] < w[1]);
+            let values = gather_rows(c.values.clone(), src);
+            c.coo_from_host(shape, sd, out, values, c.coalesced && increasing)
+        })
+    }
+
+    /// torch's `select(dim, index)` (`s[index]` along `dim`), `E = D - 1`: the slice without
+    /// `dim`. Selecting the last sparse dim of a COO tensor is [`Self::at`]'s job (the result
+    /// is dense). Panics on a bad dim or index (see [`Self::try_select`]).
+    pub fn select<const E: usize>(&self, dim: usize, index: usize) -> SparseTensor<E> {
+        self.try_select(dim, index).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::select`] returning an error for a dim or index out of range, a rank
+    /// `E != D - 1`, or the only sparse dim. A coalesced input gives a coalesced result.
+    pub fn try_select<const E: usize>(&self, dim: usize, index: usize) -> Result<SparseTensor<E>> {
+        self.check_dim("select", dim)?;
+        let size = self.shape[dim];
+        if index >= size {
+            return Err(out_of_bounds(dim, 0, index as i64, size));
+        }
+        let mut shape = self.shape.to_vec();
+        shape.remove(dim);
+        let shape = fixed_rank::<E>("select", shape)?;
+        let indexed = self.indexed_dims();
+        if dim >= indexed {
+            let values = self.map_dense_dim(dim - indexed, |v| pick_dense(v, vec![index as i64]));
+            return Ok(SparseTensor { shape, values, dense_dim: self.dense_dim - 1, ..self.retyped() });
+        }
+        if indexed == 1 {
+            return Err(invalid("select", format!("dim {dim} is the only sparse dim of shape {:?}: the result is dense, use at(&[{index}])", self.shape)));
+        }
+        self.via_coo(|c| {
+            let (sd, nse) = (c.sparse_dim, c.nnz());
+            let rows = c.coo_host_indices();
+            let keep: Vec<i64> = (0..nse as i64).filter(|&j| rows[dim * nse + j as usize] == index as i64).collect();
+            let out = (0..sd).filter(|&d| d != dim).flat_map(|d| keep.iter().map(move |&j| (d, j))).map(|(d, j)| rows[d * nse + j as usize]).collect();
+            let values = gather_rows(c.values.clone(), keep);
+            c.coo_from_host(shape, sd - 1, out, values, c.coalesced)
+        })
+    }
+
+    /// This tensor's fields under another rank, for results whose shape the caller replaces.
+    fn retyped<const E: usize>(&self) -> SparseTensor<E> {
+        SparseTensor {
+            layout: self.layout,
+            shape: [0; E],
+            batch_dim: self.batch_dim,
+            sparse_dim: self.sparse_dim,
+            dense_dim: self.dense_dim,
+            blocksize: self.blocksize,
+            indices: self.indices.clone(),
+            values: self.values.clone(),
+            coalesced: self.coalesced,
+        }
+    }
+
+    /// torch's `s[i0, i1, ...]` once every sparse (indexed) dim has an index: the dense value
+    /// there (duplicates summed, zero when unspecified), further indices reading into the
+    /// dense dims. Rank `R = D - index.len()`, or 1 when every dim is indexed (burn has no
+    /// rank 0: torch's `tensor(6)` is `[6.]` here). Panics on a bad index (see [`Self::try_at`]).
+    pub fn at<const R: usize>(&self, index: &[usize]) -> Tensor<R> {
+        self.try_at(index).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::at`] returning an error for too few or too many indices, one out of bounds, or
+    /// the wrong rank `R`.
+    pub fn try_at<const R: usize>(&self, index: &[usize]) -> Result<Tensor<R>> {
+        let indexed = self.indexed_dims();
+        if index.len() < indexed || index.len() > D {
+            return Err(invalid("at", format!("{index:?} must index the {indexed} sparse dims of shape {:?} (and at most every dim)", self.shape)));
+        }
+        for (d, &i) in index.iter().enumerate() {
+            if i >= self.shape[d] {
+                return Err(out_of_bounds(d, d, i as i64, self.shape[d]));
+            }
+        }
+        let dense = self.dense_shape();
+        let q = index.len() - indexed;
+        let mut out_shape = dense[q..].to_vec();
+        if out_shape.is_empty() {
+            out_shape.push(1);
+        }
+        let out_shape = fixed_rank::<R>("at", out_shape)?;
+        let e = self.entries();
+        let target: u64 = keys::strides(&e.sizes).iter().zip(index).map(|(&s, &i)| s * i as u64).sum();
+        let hits: Vec<i64> = (0..e.keys.len() as i64).filter(|&j| e.keys[j as usize] == target).collect();
+        let n = hits.len();
+        let item = scatter_add_rows(gather_rows(e.values, hits), vec![0; n], 1);
+        let tail = numel(&dense[q..]);
+        let offset: usize = index[indexed..].iter().zip(keys::strides(&dense[..q])).map(|(&i, s)| i * s as usize).sum::<usize>() * tail;
+        let picked = pick_dense(reshape(item, [1, 1, numel(dense), 1]), (offset as i64..(offset + tail) as i64).collect());
+        Ok(reshape(picked, out_shape))
+    }
+
+    /// torch's `narrow_copy(dim, start, length)`: the slice `start..start + length` along
+    /// `dim`, re-indexed from 0. Panics on a range out of bounds (see [`Self::try_narrow`]).
+    pub fn narrow(&self, dim: usize, start: usize, length: usize) -> Self {
+        self.try_narrow(dim, start, length).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::narrow`] under torch's name.
+    pub fn narrow_copy(&self, dim: usize, start: usize, length: usize) -> Self {
+        self.narrow(dim, start, length)
+    }
+
+    /// [`Self::narrow`] returning an error for a dim out of range or a range past the end.
+    pub fn try_narrow(&self, dim: usize, start: usize, length: usize) -> Result<Self> {
+        self.check_dim("narrow", dim)?;
+        let size = self.shape[dim];
+        if start.checked_add(length).is_none_or(|end| end > size) {
+            return Err(invalid("narrow", format!("start {start} + length {length} exceeds dimension {dim} of size {size} (shape {:?})", self.shape)));
+        }
+        let mut shape = self.shape;
+        shape[dim] = length;
+        let indexed = self.indexed_dims();
+        if dim >= indexed {
+            let values = self.map_dense_dim(dim - indexed, |v| pick_dense(v, (start as i64..(start + length) as i64).collect()));
+            return Ok(Self { shape, values, ..self.clone() });
+        }
+        self.via_coo(|c| {
+            let (sd, nse) = (c.sparse_dim, c.nnz());
+            let mut rows = c.coo_host_indices();
+            let range = start as i64..(start + length) as i64;
+            let keep: Vec<i64> = (0..nse as i64).filter(|&j| range.contains(&rows[dim * nse + j as usize])).collect();
+            for v in &mut rows[dim * nse..(dim + 1) * nse] {
+                *v -= start as i64;
+            }
+            let out = (0..sd).flat_map(|d| keep.iter().map(move |&j| (d, j))).map(|(d, j)| rows[d * nse + j as usize]).collect();
+            let values = gather_rows(c.values.clone(), keep);
+            c.coo_from_host(shape, sd, out, values, c.coalesced)
+        })
+    }
+}
+
+/// For each value `v` in `0..size`, the positions `k` with `ids[k] == v`, in increasing order:
+/// `(starts [size + 1], positions)`, CSR-like.
+fn positions_of(ids: &[i64], size: usize) -> (Vec<usize>, Vec<i64>) {
+    let mut starts = vec![0usize; size + 1];
+    for &v in ids {
+        starts[v as usize + 1] += 1;
+    }
+    for i in 0..size {
+        starts[i + 1] += starts[i];
+    }
+    let mut next = starts.clone();
+    let mut positions = vec![0i64; ids.len()];
+    for (k, &v) in ids.iter().enumerate() {
+        positions[next[v as usize]] = k as i64;
+        next[v as usize] += 1;
+    }
+    (starts, positions)
+}
+
+/// torch's `dense.sparse_mask(mask)`: `mask`'s pattern (layout, indices, duplicates) holding
+/// `dense`'s values at those positions; `mask`'s own values are ignored. Differentiable w.r.t.
+/// `dense` (the gradient is scattered back to the masked positions). Panics when the shapes
+/// differ, naming both (see [`try_sparse_mask`]).
+pub fn sparse_mask<const D: usize>(dense: &Tensor<D>, mask: &SparseTensor<D>) -> SparseTensor<D> {
+    try_sparse_mask(dense, mask).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`sparse_mask`] returning an error when the shapes differ.
+pub fn try_sparse_mask<const D: usize>(dense: &Tensor<D>, mask: &SparseTensor<D>) -> Result<SparseTensor<D>> {
+    if dense.dims() != mask.shape {
+        return Err(invalid("sparse_mask", format!("dense shape {:?} does not match the mask's shape {:?}", dense.dims(), mask.shape)));
+    }
+    let e = mask.entries();
+    let item = numel(mask.dense_shape());
+    let flat = reshape(dense.clone(), [numel(&e.sizes), item]);
+    let values = gather_rows(flat, e.keys.iter().map(|&k| k as i64).collect());
+    Ok(SparseTensor { values: reshape(values, mask.values.dims()), ..mask.clone() })
+}

@@ -1,1 +1,570 @@
-//! Work in progress (issue 4).
+//! Segment softmax, the fused kernel behind `sparse::softmax` and `sparse::log_softmax` (forward
+//! and the backward products; the differentiable op and its rule live in `sparsegrad-autodiff`).
+//!
+//! torch's sparse softmax treats unspecified elements as -inf, so along `dim` each slice is a
+//! softmax over its stored elements only. A *segment* is the set of stored elements that share
+//! every index but the one along `dim`. Two parts:
+//!
+//! - index algebra ([`SparseTensor::segment_plan`]): the segments as offsets into an order of the
+//!   stored elements. Storage order already groups them when `dim` is the last indexed dim of a
+//!   coalesced COO tensor or the plain dim of CSR/CSC (the offsets are then the row pointers);
+//!   otherwise the elements are stably sorted on their key with `dim` removed.
+//! - the kernels ([`SoftmaxKernels`]): max, exp-sum and output in two passes over each segment,
+//!   segments in parallel blocks balanced by element count, each dense column of hybrid values
+//!   on its own. Flex runs them on its buffers (f32 and f64; f16 and bf16 computed in f32), any
+//!   other backend gets defaults composed of burn ops (gather, scatter with max and add).
+
+use crate::algebra::{compress, keys::FastDiv, sort, IndexElem};
+use crate::error::{invalid, Result, SparseError};
+use crate::host::{with_ints, IntSlice};
+use crate::layout::Layout;
+use crate::match_ints;
+use crate::spmm::balanced_row_blocks;
+use crate::tensor::{Indices, SparseTensor};
+use crate::util::{int_tensor, numel, read_i64};
+use burn::backend::flex::FlexTensor;
+use burn::backend::{
+    backend_extension,
+    tensor::{FloatTensor, IntTensor},
+    Backend, Flex, TensorMetadata,
+};
+use burn::tensor::{DType, Int, Tensor, TensorData};
+use rayon::prelude::*;
+
+/// Segment softmax and its backward products on `[elements, width]` values.
+///
+/// Segment `s` holds the elements `order[offsets[s]..offsets[s + 1]]`; an empty `order` stands
+/// for storage order (the positions themselves: extension ops take no optional tensors, and an
+/// identity permutation would cost a pass over every element). Each of the `width` columns is
+/// normalised on its own. Outputs are in the input's element order.
+#[backend_extension(Flex)]
+pub trait SoftmaxKernels: Backend {
+    /// `y = softmax(x)` per segment, or `log_softmax(x)` when `log`.
+    fn segment_softmax(values: FloatTensor<Self>, offsets: IntTensor<Self>, order: IntTensor<Self>, log: bool) -> FloatTensor<Self> {
+        default::softmax::<Self>(values, offsets, order, log)
+    }
+
+    /// The input gradient from the output `y` and its gradient `g`: `y * (g - sum_seg(g * y))`,
+    /// or `g - exp(y) * sum_seg(g)` when `y` is a log-softmax.
+    fn segment_softmax_backward(y: FloatTensor<Self>, g: FloatTensor<Self>, offsets: IntTensor<Self>, order: IntTensor<Self>, log: bool) -> FloatTensor<Self> {
+        default::backward::<Self>(y, g, offsets, order, log)
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Index algebra: the segments of a tensor.
+
+/// The stored elements of a tensor grouped into the segments of a softmax along one dim.
+#[derive(Debug, Clone)]
+pub struct SegmentPlan {
+    /// The stored elements `[elements, dense]` in storage order: `values_flat` with blocks
+    /// expanded to elements (a reshape, so gradients reach the tensor's values).
+    pub values: Tensor<2>,
+    /// `[segments + 1]` int64 offsets into the grouped order.
+    pub offsets: Tensor<1, Int>,
+    /// `[elements]` int64 element positions, segment by segment; empty when storage order
+    /// already is grouped.
+    pub order: Tensor<1, Int>,
+}
+
+impl<const D: usize> SparseTensor<D> {
+    /// Number of dims addressed by indices: COO's sparse dims, or batch + rows + cols.
+    pub fn indexed_dims(&self) -> usize {
+        match self.layout {
+            Layout::Coo => self.sparse_dim,
+            _ => self.batch_dim + 2,
+        }
+    }
+
+    /// The segments of a softmax along indexed dim `dim` (see [`SegmentPlan`]). An error on an
+    /// uncoalesced COO tensor (coalesce first: duplicates are one element) and on a dim that
+    /// is not indexed (a dense dim is a plain softmax of the values).
+    pub fn segment_plan(&self, dim: usize) -> Result<SegmentPlan> {
+        if !self.coalesced {
+            return Err(SparseError::Uncoalesced { operation: "softmax" });
+        }
+        let indexed = self.indexed_dims();
+        if dim >= indexed {
+            return Err(invalid("softmax", format!("dim {dim} is not one of the {indexed} indexed dims of a {} tensor", self.layout)));
+        }
+        let device = self.device();
+        let i64s = |v: Vec<i64>| {
+            let n = v.len();
+            int_tensor(v, [n], DType::I64, &device)
+        };
+        if let Some(offsets) = self.storage_segments(dim) {
+            return Ok(SegmentPlan { values: self.values.clone(), offsets: i64s(offsets), order: i64s(Vec::new()) });
+        }
+        let e = self.entries();
+        let (segment_keys, bound) = keys_without_dim(&e.keys, &e.sizes, dim);
+        let (offsets, order) = if sort::is_sorted(&segment_keys) {
+            (run_offsets(segment_keys.iter().copied()), i64s(Vec::new()))
+        } else {
+            let order = sort::stable_sort_perm(&segment_keys, bound);
+            (run_offsets(order.iter().map(|&p| segment_keys[p as usize])), i64s(order))
+        };
+        Ok(SegmentPlan { values: e.values, offsets: i64s(offsets), order })
+    }
+
+    /// Offsets of the segments when storage order groups them without looking at keys: the
+    /// last dim of a coalesced 1- or 2-sparse-dim COO tensor, the plain dim of CSR/CSC.
+    fn storage_segments(&self, dim: usize) -> Option<Vec<i64>> {
+        let nse = self.nnz();
+        match &self.indices {
+            Indices::Coo(indices) if dim + 1 == self.sparse_dim && self.sparse_dim <= 2 => Some(match self.sparse_dim {
+                1 => vec![0, nse as i64],
+                _ => with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nse], self.shape[0]))),
+            }),
+            Indices::Compressed { compressed, .. } if self.blocksize.is_none() => {
+                let plain_dim = if self.layout.compresses_rows() { self.batch_dim + 1 } else { self.batch_dim };
+                (dim == plain_dim).then(|| batch_offsets(&read_i64(compressed), self.batch_numel(), nse))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Per-batch compressed indices `[batch, n + 1]` as offsets into all `batch * nse` elements.
+fn batch_offsets(compressed: &[i64], batch: usize, nse: usize) -> Vec<i64> {
+    if batch == 0 {
+        return vec![0];
+    }
+    let n = compressed.len() / batch - 1;
+    let mut out = Vec::with_capacity(batch * n + 1);
+    out.push(0);
+    for b in 0..batch {
+        let row = &compressed[b * (n + 1)..(b + 1) * (n + 1)];
+        out.extend(row[1..].iter().map(|&c| c + (b * nse) as i64));
+    }
+    out
+}
+
+/// Each key with the coordinate of `dim` taken out (a key over the other dims), and one past
+/// the largest such key.
+fn keys_without_dim(keys: &[u64], sizes: &[usize], dim: usize) -> (Vec<u64>, u64) {
+    let inner = numel(&sizes[dim + 1..]) as u64;
+    let (outer, low) = (FastDiv::new(inner * sizes[dim] as u64), FastDiv::new(inner));
+    let out = keys
+        .iter()
+        .map(|&k| {
+            let (hi, rest) = outer.divmod(k);
+            hi * inner + low.divmod(rest).1
+        })
+        .collect();
+    (out, numel(sizes) as u64 / (sizes[dim] as u64).max(1))
+}
+
+/// Offsets of the runs of equal keys in a non-decreasing sequence.
+fn run_offsets(keys: impl Iterator<Item = u64>) -> Vec<i64> {
+    let mut offsets = vec![0i64];
+    let mut last = None;
+    let mut n = 0i64;
+    for k in keys {
+        if last.is_some_and(|l| l != k) {
+            offsets.push(n);
+        }
+        last = Some(k);
+        n += 1;
+    }
+    if n > 0 {
+        offsets.push(n);
+    }
+    offsets
+}
+
+// ------------------------------------------------------------------------------------------
+// Host kernels.
+
+/// A value type the softmax kernels compute in.
+pub trait SoftmaxReal:
+    Copy + Default + Send + Sync + PartialOrd + 'static
+    + core::ops::Add<Output = Self> + core::ops::Sub<Output = Self> + core::ops::Mul<Output = Self> + core::ops::Div<Output = Self>
+{
+    /// -inf: the max of an empty column.
+    const NEG_INFINITY: Self;
+    /// 1.
+    const ONE: Self;
+    /// `e^self`.
+    fn exp(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+}
+
+macro_rules! softmax_real {
+    ($($t:ty),*) => {$(
+        impl SoftmaxReal for $t {
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn exp(self) -> Self { <$t>::exp(self) }
+            #[inline(always)]
+            fn ln(self) -> Self { <$t>::ln(self) }
+        }
+    )*};
+}
+softmax_real!(f32, f64);
+
+/// Where each grouped element is stored, a static choice so the hot loops carry no branch on it.
+trait Positions: Copy + Send + Sync {
+    /// The storage position of grouped element `j`.
+    fn at(self, j: usize) -> usize;
+    /// Grouped order is storage order.
+    const STORAGE: bool;
+}
+
+/// Grouped order is storage order.
+#[derive(Clone, Copy)]
+struct Storage;
+
+impl Positions for Storage {
+    #[inline(always)]
+    fn at(self, j: usize) -> usize {
+        j
+    }
+    const STORAGE: bool = true;
+}
+
+/// Grouped element `j` is stored at `perm[j]`.
+#[derive(Clone, Copy)]
+struct Perm<'a, P>(&'a [P]);
+
+impl<P: IndexElem> Positions for Perm<'_, P> {
+    #[inline(always)]
+    fn at(self, j: usize) -> usize {
+        self.0[j].to_i64() as usize
+    }
+    const STORAGE: bool = false;
+}
+
+/// Runs `segment(s, e, out)` for every segment `[s, e)` of the grouped order, `out` its grouped
+/// output rows, in parallel blocks of segments balanced by element count; then puts the grouped
+/// output back in storage order.
+fn for_each_segment<T, O, Q>(offsets: &[O], order: Q, width: usize, segment: impl Fn(usize, usize, &mut [T]) + Sync) -> Vec<T>
+where
+    T: Copy + Default + Send + Sync,
+    O: IndexElem,
+    Q: Positions,
+{
+    let n = offsets.last().map_or(0, |o| o.to_i64() as usize);
+    let mut grouped = vec![T::default(); n * width];
+    if grouped.is_empty() {
+        return grouped;
+    }
+    let tasks = if n >= crate::algebra::PARALLEL_MIN { rayon::current_num_threads() * 8 } else { 1 };
+    let cuts = balanced_row_blocks(offsets, tasks);
+    let mut parts = Vec::with_capacity(cuts.len());
+    let mut rest: &mut [T] = &mut grouped;
+    for w in cuts.windows(2) {
+        let len = (offsets[w[1]].to_i64() - offsets[w[0]].to_i64()) as usize * width;
+        let (head, tail) = rest.split_at_mut(len);
+        parts.push((w[0]..w[1], head));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(segments, out)| {
+        let base = offsets[segments.start].to_i64() as usize;
+        for s in segments {
+            let (a, b) = (offsets[s].to_i64() as usize, offsets[s + 1].to_i64() as usize);
+            segment(a, b, &mut out[(a - base) * width..(b - base) * width]);
+        }
+    });
+    if Q::STORAGE {
+        return grouped;
+    }
+    let mut out = vec![T::default(); n * width];
+    for (j, row) in grouped.chunks_exact(width).enumerate() {
+        let p = order.at(j);
+        out[p * width..(p + 1) * width].copy_from_slice(row);
+    }
+    out
+}
+
+/// Softmax (`log`: log-softmax) of `x` (`[elements, width]`) over each segment, per column:
+/// the max, then the sum of shifted exponentials (stored on the way for softmax), then the
+/// output.
+pub fn segment_softmax<T: SoftmaxReal, O: IndexElem, P: IndexElem>(x: &[T], width: usize, offsets: &[O], order: Option<&[P]>, log: bool) -> Vec<T> {
+    match order {
+        None => softmax_in(x, width, offsets, Storage, log),
+        Some(p) => softmax_in(x, width, offsets, Perm(p), log),
+    }
+}
+
+fn softmax_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(x: &[T], width: usize, offsets: &[O], order: Q, log: bool) -> Vec<T> {
+    let at = |j: usize, c: usize| x[order.at(j) * width + c];
+    for_each_segment(offsets, order, width, |s, e, out| {
+        for c in 0..width {
+            let mut max = T::NEG_INFINITY;
+            for j in s..e {
+                let v = at(j, c);
+                if v > max {
+                    max = v;
+                }
+            }
+            let mut sum = T::default();
+            if log {
+                for j in s..e {
+                    sum = sum + (at(j, c) - max).exp();
+                }
+                let shift = max + sum.ln();
+                for j in s..e {
+                    out[(j - s) * width + c] = at(j, c) - shift;
+                }
+            } else {
+                for j in s..e {
+                    let v = (at(j, c) - max).exp();
+                    out[(j - s) * width + c] = v;
+                    sum = sum + v;
+                }
+                let inv = T::ONE / sum;
+                for j in s..e {
+                    let o = &mut out[(j - s) * width + c];
+                    *o = *o * inv;
+                }
+            }
+        }
+    })
+}
+
+/// The input gradient of a segment softmax from its output `y` and output gradient `g`:
+/// `y * (g - sum_seg(g * y))`, or for a log-softmax `g - exp(y) * sum_seg(g)`.
+pub fn segment_softmax_backward<T: SoftmaxReal, O: IndexElem, P: IndexElem>(y: &[T], g: &[T], width: usize, offsets: &[O], order: Option<&[P]>, log: bool) -> Vec<T> {
+    match order {
+        None => backward_in(y, g, width, offsets, Storage, log),
+        Some(p) => backward_in(y, g, width, offsets, Perm(p), log),
+    }
+}
+
+fn backward_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(y: &[T], g: &[T], width: usize, offsets: &[O], order: Q, log: bool) -> Vec<T> {
+    let at = |t: &[T], j: usize, c: usize| t[order.at(j) * width + c];
+    for_each_segment(offsets, order, width, |s, e, out| {
+        for c in 0..width {
+            let mut sum = T::default();
+            for j in s..e {
+                sum = sum + if log { at(g, j, c) } else { at(g, j, c) * at(y, j, c) };
+            }
+            for j in s..e {
+                let (yv, gv) = (at(y, j, c), at(g, j, c));
+                out[(j - s) * width + c] = if log { gv - yv.exp() * sum } else { yv * (gv - sum) };
+            }
+        }
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Flex: the host kernels on its buffers.
+
+fn contiguous(t: FlexTensor) -> FlexTensor {
+    if t.is_contiguous() && t.layout().start_offset() == 0 { t } else { t.to_contiguous() }
+}
+
+fn int_slice(t: &FlexTensor) -> IntSlice<'_> {
+    match t.dtype() {
+        DType::I64 => IntSlice::I64(t.as_slice().expect("contiguous i64")),
+        DType::I32 => IntSlice::I32(t.as_slice().expect("contiguous i32")),
+        DType::I16 => IntSlice::I16(t.as_slice().expect("contiguous i16")),
+        DType::I8 => IntSlice::I8(t.as_slice().expect("contiguous i8")),
+        other => panic!("segment offsets and order must have an integer dtype, got {other:?}"),
+    }
+}
+
+/// Runs an f32 or f64 kernel on `N` float inputs of one dtype; 16-bit floats are widened to f32
+/// and the result narrowed back.
+fn with_real<const N: usize>(
+    inputs: [FlexTensor; N],
+    shape: [usize; 2],
+    f32k: impl FnOnce([&[f32]; N]) -> Vec<f32>,
+    f64k: impl FnOnce([&[f64]; N]) -> Vec<f64>,
+) -> FlexTensor {
+    let dtype = inputs[0].dtype();
+    match dtype {
+        DType::F64 => {
+            let ins = inputs.map(contiguous);
+            FlexTensor::from_data(TensorData::new(f64k(core::array::from_fn(|i| ins[i].as_slice::<f64>().expect("f64 values"))), shape))
+        }
+        DType::F32 => {
+            let ins = inputs.map(contiguous);
+            FlexTensor::from_data(TensorData::new(f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 values"))), shape))
+        }
+        _ => {
+            let ins = inputs.map(|t| FlexTensor::from_data(t.into_data().convert_dtype(DType::F32)));
+            let out = f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 values")));
+            FlexTensor::from_data(TensorData::new(out, shape).convert_dtype(dtype))
+        }
+    }
+}
+
+/// Calls `f` with the offsets and the order (if any) as typed slices.
+macro_rules! with_segments {
+    ($offsets:expr, $order:expr, |$o:ident, $p:ident| $body:expr) => {{
+        let offsets = contiguous($offsets);
+        let order = contiguous($order);
+        let os = int_slice(&offsets);
+        match int_slice(&order) {
+            ps if ps.is_empty() => match_ints!(os, $o => { let $p: Option<&[i64]> = None; $body }),
+            ps => match_ints!(os, $o => match_ints!(ps, q => { let $p = Some(q); $body })),
+        }
+    }};
+}
+
+impl SoftmaxKernels for Flex {
+    fn segment_softmax(values: FlexTensor, offsets: FlexTensor, order: FlexTensor, log: bool) -> FlexTensor {
+        let [n, width] = [values.shape()[0], values.shape()[1]];
+        with_real(
+            [values],
+            [n, width],
+            |[x]| with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax(x, width, o, p, log)),
+            |[x]| with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax(x, width, o, p, log)),
+        )
+    }
+
+    fn segment_softmax_backward(y: FlexTensor, g: FlexTensor, offsets: FlexTensor, order: FlexTensor, log: bool) -> FlexTensor {
+        let [n, width] = [y.shape()[0], y.shape()[1]];
+        with_real(
+            [y, g],
+            [n, width],
+            |[y, g]| with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax_backward(y, g, width, o, p, log)),
+            |[y, g]| with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax_backward(y, g, width, o, p, log)),
+        )
+    }
+}
+
+/// Defaults for backends without host kernels, composed of burn ops on the grouped values:
+/// per-segment max and sums by scatter (max, add) into `[segments, width]`, gathered back.
+pub mod default {
+    use super::*;
+    use burn::backend::read_sync;
+    use burn::tensor::{IndexingUpdateOp, Shape};
+
+    /// Segment id of every grouped element (index algebra, on the host).
+    fn segment_ids<B: Backend>(offsets: IntTensor<B>, device: &B::Device) -> (IntTensor<B>, usize) {
+        let data = read_sync(B::int_into_data(offsets)).expect("offsets readback");
+        let offsets: Vec<i64> = data.iter::<i64>().collect();
+        let segments = offsets.len().saturating_sub(1);
+        let n = offsets.last().copied().unwrap_or(0) as usize;
+        let ids = compress::expand(&offsets, 1, segments, n);
+        (B::int_from_data(TensorData::new(ids, [n]), device), segments)
+    }
+
+    /// The order as an index tensor, `None` for storage order.
+    fn permutation<B: Backend>(order: IntTensor<B>) -> Option<IntTensor<B>> {
+        (order.shape().num_elements() > 0).then_some(order)
+    }
+
+    fn grouped<B: Backend>(t: FloatTensor<B>, order: &Option<IntTensor<B>>) -> FloatTensor<B> {
+        match order {
+            Some(o) => B::float_select(t, 0, o.clone()),
+            None => t,
+        }
+    }
+
+    fn ungrouped<B: Backend>(t: FloatTensor<B>, order: Option<IntTensor<B>>) -> FloatTensor<B> {
+        match order {
+            Some(o) => {
+                let zeros = B::float_zeros(t.shape(), &t.device(), t.dtype().into());
+                B::float_select_assign(zeros, 0, o, t, IndexingUpdateOp::Add)
+            }
+            None => t,
+        }
+    }
+
+    /// `reduce(t)` per segment, broadcast back to every element of the segment.
+    fn per_segment<B: Backend>(t: FloatTensor<B>, ids: &IntTensor<B>, segments: usize, op: IndexingUpdateOp, init: f64) -> FloatTensor<B> {
+        let width = t.shape()[1];
+        let acc = B::float_full(Shape::new([segments, width]), init.into(), &t.device(), t.dtype().into());
+        let acc = B::float_select_assign(acc, 0, ids.clone(), t, op);
+        B::float_select(acc, 0, ids.clone())
+    }
+
+    /// Softmax per segment with burn ops.
+    pub fn softmax<B: Backend>(values: FloatTensor<B>, offsets: IntTensor<B>, order: IntTensor<B>, log: bool) -> FloatTensor<B> {
+        if values.shape().num_elements() == 0 {
+            return values;
+        }
+        let order = permutation::<B>(order);
+        let (ids, segments) = segment_ids::<B>(offsets, &values.device());
+        let x = grouped::<B>(values, &order);
+        let max = per_segment::<B>(x.clone(), &ids, segments, IndexingUpdateOp::Max, f64::NEG_INFINITY);
+        let shifted = B::float_sub(x, max);
+        let e = B::float_exp(shifted.clone());
+        let sum = per_segment::<B>(e.clone(), &ids, segments, IndexingUpdateOp::Add, 0.0);
+        let y = if log { B::float_sub(shifted, B::float_log(sum)) } else { B::float_div(e, sum) };
+        ungrouped::<B>(y, order)
+    }
+
+    /// The backward products per segment with burn ops.
+    pub fn backward<B: Backend>(y: FloatTensor<B>, g: FloatTensor<B>, offsets: IntTensor<B>, order: IntTensor<B>, log: bool) -> FloatTensor<B> {
+        if y.shape().num_elements() == 0 {
+            return g;
+        }
+        let order = permutation::<B>(order);
+        let (ids, segments) = segment_ids::<B>(offsets, &y.device());
+        let (y, g) = (grouped::<B>(y, &order), grouped::<B>(g, &order));
+        let dx = if log {
+            let sum = per_segment::<B>(g.clone(), &ids, segments, IndexingUpdateOp::Add, 0.0);
+            B::float_sub(g, B::float_mul(B::float_exp(y), sum))
+        } else {
+            let sum = per_segment::<B>(B::float_mul(g.clone(), y.clone()), &ids, segments, IndexingUpdateOp::Add, 0.0);
+            B::float_mul(y, B::float_sub(g, sum))
+        };
+        ungrouped::<B>(dx, order)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Softmax of each segment from its definition, in f64.
+    fn reference(x: &[f64], segments: &[Vec<usize>], log: bool) -> Vec<f64> {
+        let mut out = vec![0.0; x.len()];
+        for seg in segments {
+            let max = seg.iter().map(|&j| x[j]).fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = seg.iter().map(|&j| (x[j] - max).exp()).sum();
+            for &j in seg {
+                out[j] = if log { x[j] - max - sum.ln() } else { (x[j] - max).exp() / sum };
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn kernels_and_defaults_match_the_definition() {
+        // Segments {3, 0}, {}, {4}, {1, 5, 2} in grouped order, width 1.
+        let x = vec![0.5, -1.0, 2.0, 3.0, 0.25, 1.5];
+        let offsets = vec![0i64, 2, 2, 3, 6];
+        let order = vec![3i64, 0, 4, 1, 5, 2];
+        let segments = vec![vec![3, 0], vec![4], vec![1, 5, 2]];
+        for log in [false, true] {
+            let expected = reference(&x, &segments, log);
+            let got = segment_softmax(&x, 1, &offsets, Some(&order), log);
+            let host = |t: FlexTensor| t.into_data().iter::<f64>().collect::<Vec<_>>();
+            for (a, e) in got.iter().zip(&expected) {
+                assert!((a - e).abs() < 1e-14, "{got:?} != {expected:?}");
+            }
+            let v = FlexTensor::from_data(TensorData::new(x.clone(), [6, 1]));
+            let o = FlexTensor::from_data(TensorData::new(offsets.clone(), [5]));
+            let p = FlexTensor::from_data(TensorData::new(order.clone(), [6]));
+            let d = host(default::softmax::<Flex>(v.clone(), o.clone(), p.clone(), log));
+            for (a, e) in d.iter().zip(&expected) {
+                assert!((a - e).abs() < 1e-14, "default {d:?} != {expected:?}");
+            }
+            // Backward: kernel and default agree with each other on a gradient.
+            let y = FlexTensor::from_data(TensorData::new(got.clone(), [6, 1]));
+            let g = FlexTensor::from_data(TensorData::new(vec![0.3, -0.7, 1.1, 0.2, -0.4, 0.9], [6, 1]));
+            let kb = host(Flex::segment_softmax_backward(y.clone(), g.clone(), o.clone(), p.clone(), log));
+            let db = host(default::backward::<Flex>(y, g, o, p, log));
+            for (a, e) in kb.iter().zip(&db) {
+                assert!((a - e).abs() < 1e-14, "backward {kb:?} != {db:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn segments_from_keys() {
+        // sizes [2, 3]: keys (0,1)=1, (0,2)=2, (1,0)=3, (1,2)=5; along dim 0: columns 1, 2, 0, 2.
+        let (k, bound) = keys_without_dim(&[1, 2, 3, 5], &[2, 3], 0);
+        assert_eq!((k, bound), (vec![1, 2, 0, 2], 3));
+        assert_eq!(run_offsets([0u64, 1, 2, 2].into_iter()), vec![0, 1, 2, 4]);
+        assert_eq!(run_offsets(core::iter::empty()), vec![0]);
+        assert_eq!(batch_offsets(&[0, 1, 3, 0, 2, 3], 2, 3), vec![0, 1, 3, 5, 6]);
+    }
+}

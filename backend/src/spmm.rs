@@ -390,17 +390,24 @@ fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], 
         for j in s..e {
             prefetch_row(b, col, j + PREFETCH, d, 0, d.min(64));
             let br = &b[col[j].to_i64() as usize * d..][..d];
-            let mut acc = [T::default(); LANES];
-            let mut chunks_a = ar.chunks_exact(LANES);
-            let mut chunks_b = br.chunks_exact(LANES);
-            for (ca, cb) in chunks_a.by_ref().zip(chunks_b.by_ref()) {
-                for t in 0..LANES {
-                    acc[t] = if FMA { T::mul_add(ca[t], cb[t], acc[t]) } else { acc[t] + ca[t] * cb[t] };
+            // Four independent 16-lane accumulators: one would chain every FMA of the row on
+            // the previous one's latency.
+            let mut acc = [[T::default(); LANES]; 4];
+            let mut wide_a = ar.chunks_exact(4 * LANES);
+            let mut wide_b = br.chunks_exact(4 * LANES);
+            for (ca, cb) in wide_a.by_ref().zip(wide_b.by_ref()) {
+                for q in 0..4 {
+                    for t in 0..LANES {
+                        let (x, y) = (ca[q * LANES + t], cb[q * LANES + t]);
+                        acc[q][t] = if FMA { T::mul_add(x, y, acc[q][t]) } else { acc[q][t] + x * y };
+                    }
                 }
             }
-            for (t, (&x, &y)) in chunks_a.remainder().iter().zip(chunks_b.remainder()).enumerate() {
-                acc[t] = acc[t] + x * y;
+            let (ra, rb) = (wide_a.remainder(), wide_b.remainder());
+            for (t, (&x, &y)) in ra.iter().zip(rb).enumerate() {
+                acc[(t / LANES) % 4][t % LANES] = acc[(t / LANES) % 4][t % LANES] + x * y;
             }
+            let mut acc: [T; LANES] = core::array::from_fn(|t| (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]));
             let mut width = LANES / 2;
             while width > 0 {
                 for t in 0..width {
