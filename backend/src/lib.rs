@@ -15,6 +15,7 @@ pub mod convert;
 mod display;
 pub mod elementwise;
 pub mod error;
+mod flex;
 pub mod host;
 pub mod layout;
 pub mod movement;

@@ -14,6 +14,7 @@ use burn::backend::{
 };
 use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
 use burn::backend::flex::FlexTensor;
+use crate::flex::*;
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 use rayon::prelude::*;
@@ -44,10 +45,6 @@ fn index_add_rows_default<B: Backend>(values: FloatTensor<B>, targets: IntTensor
         return zeros;
     }
     B::float_select_assign(zeros, 0, targets, values, IndexingUpdateOp::Add)
-}
-
-fn contiguous(t: FlexTensor) -> FlexTensor {
-    if t.is_contiguous() && t.layout().start_offset() == 0 { t } else { t.to_contiguous() }
 }
 
 fn flex_ids(ids: &FlexTensor) -> Option<IntSlice<'_>> {

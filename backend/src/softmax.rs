@@ -9,20 +9,21 @@
 //!   stored elements. Storage order already groups them when `dim` is the last indexed dim of a
 //!   coalesced COO tensor or the plain dim of CSR/CSC (the offsets are then the row pointers);
 //!   otherwise the elements are stably sorted on their key with `dim` removed.
-//! - the kernels ([`SoftmaxKernels`]): max, exp-sum and output in two passes over each segment,
-//!   segments in parallel blocks balanced by element count, each dense column of hybrid values
-//!   on its own. Flex runs them on its buffers (f32 and f64; f16 and bf16 computed in f32), any
+//! - the kernels ([`SoftmaxKernels`]): three short passes over each segment while it is in cache
+//!   (the max; the shifted exponentials, stored, and their sum; the scaled output), segments in
+//!   parallel blocks balanced by element count, each dense column of hybrid values on its own. Flex runs them on its buffers (f32 and f64; f16 and bf16 computed in f32), any
 //!   other backend gets defaults composed of burn ops (gather, scatter with max and add).
 
 use crate::algebra::{compress, keys::FastDiv, sort, IndexElem};
 use crate::error::{invalid, Result, SparseError};
-use crate::host::{with_ints, IntSlice};
+use crate::host::with_ints;
 use crate::layout::Layout;
 use crate::match_ints;
 use crate::spmm::balanced_row_blocks;
 use crate::tensor::{Indices, SparseTensor};
 use crate::util::{int_tensor, numel, read_i64};
 use burn::backend::flex::FlexTensor;
+use crate::flex::*;
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
@@ -289,6 +290,9 @@ pub fn segment_softmax<T: SoftmaxReal, O: IndexElem, P: IndexElem>(x: &[T], widt
 }
 
 fn softmax_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(x: &[T], width: usize, offsets: &[O], order: Q, log: bool) -> Vec<T> {
+    if width == 1 && Q::STORAGE {
+        return for_each_segment(offsets, order, 1, |s, e, out| softmax_contiguous(&x[s..e], out, log));
+    }
     let at = |j: usize, c: usize| x[order.at(j) * width + c];
     for_each_segment(offsets, order, width, |s, e, out| {
         for c in 0..width {
@@ -324,6 +328,32 @@ fn softmax_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(x: &[T], width: usize,
     })
 }
 
+/// One segment of scalars stored contiguously (the common case: CSR rows, the last dim of a
+/// coalesced COO tensor), on slices so the passes run without index arithmetic.
+#[inline(always)]
+fn softmax_contiguous<T: SoftmaxReal>(x: &[T], out: &mut [T], log: bool) {
+    let max = x.iter().fold(T::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    let mut sum = T::default();
+    if log {
+        for &v in x {
+            sum = sum + (v - max).exp();
+        }
+        let shift = max + sum.ln();
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = v - shift;
+        }
+    } else {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = (v - max).exp();
+            sum = sum + *o;
+        }
+        let inv = T::ONE / sum;
+        for o in out.iter_mut() {
+            *o = *o * inv;
+        }
+    }
+}
+
 /// The input gradient of a segment softmax from its output `y` and output gradient `g`:
 /// `y * (g - sum_seg(g * y))`, or for a log-softmax `g - exp(y) * sum_seg(g)`.
 pub fn segment_softmax_backward<T: SoftmaxReal, O: IndexElem, P: IndexElem>(y: &[T], g: &[T], width: usize, offsets: &[O], order: Option<&[P]>, log: bool) -> Vec<T> {
@@ -351,46 +381,6 @@ fn backward_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(y: &[T], g: &[T], wid
 
 // ------------------------------------------------------------------------------------------
 // Flex: the host kernels on its buffers.
-
-fn contiguous(t: FlexTensor) -> FlexTensor {
-    if t.is_contiguous() && t.layout().start_offset() == 0 { t } else { t.to_contiguous() }
-}
-
-fn int_slice(t: &FlexTensor) -> IntSlice<'_> {
-    match t.dtype() {
-        DType::I64 => IntSlice::I64(t.as_slice().expect("contiguous i64")),
-        DType::I32 => IntSlice::I32(t.as_slice().expect("contiguous i32")),
-        DType::I16 => IntSlice::I16(t.as_slice().expect("contiguous i16")),
-        DType::I8 => IntSlice::I8(t.as_slice().expect("contiguous i8")),
-        other => panic!("segment offsets and order must have an integer dtype, got {other:?}"),
-    }
-}
-
-/// Runs an f32 or f64 kernel on `N` float inputs of one dtype; 16-bit floats are widened to f32
-/// and the result narrowed back.
-fn with_real<const N: usize>(
-    inputs: [FlexTensor; N],
-    shape: [usize; 2],
-    f32k: impl FnOnce([&[f32]; N]) -> Vec<f32>,
-    f64k: impl FnOnce([&[f64]; N]) -> Vec<f64>,
-) -> FlexTensor {
-    let dtype = inputs[0].dtype();
-    match dtype {
-        DType::F64 => {
-            let ins = inputs.map(contiguous);
-            FlexTensor::from_data(TensorData::new(f64k(core::array::from_fn(|i| ins[i].as_slice::<f64>().expect("f64 values"))), shape))
-        }
-        DType::F32 => {
-            let ins = inputs.map(contiguous);
-            FlexTensor::from_data(TensorData::new(f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 values"))), shape))
-        }
-        _ => {
-            let ins = inputs.map(|t| FlexTensor::from_data(t.into_data().convert_dtype(DType::F32)));
-            let out = f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 values")));
-            FlexTensor::from_data(TensorData::new(out, shape).convert_dtype(dtype))
-        }
-    }
-}
 
 /// Calls `f` with the offsets and the order (if any) as typed slices.
 macro_rules! with_segments {

@@ -16,15 +16,15 @@
 //! choice.
 
 use crate::algebra::IndexElem;
-use crate::host::IntSlice;
 use crate::match_ints;
 use burn::backend::flex::FlexTensor;
+use crate::flex::*;
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
     Backend, Flex, TensorMetadata,
 };
-use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
+use burn::tensor::{IndexingUpdateOp, Shape, TensorData};
 use core::mem::MaybeUninit;
 use rayon::prelude::*;
 
@@ -450,47 +450,6 @@ pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T]
 
 // ------------------------------------------------------------------------------------------
 // Flex: the host kernels on its buffers.
-
-fn contiguous(t: FlexTensor) -> FlexTensor {
-    if t.is_contiguous() && t.layout().start_offset() == 0 { t } else { t.to_contiguous() }
-}
-
-fn int_slice(t: &FlexTensor) -> IntSlice<'_> {
-    match t.dtype() {
-        DType::I64 => IntSlice::I64(t.as_slice().expect("contiguous i64")),
-        DType::I32 => IntSlice::I32(t.as_slice().expect("contiguous i32")),
-        DType::I16 => IntSlice::I16(t.as_slice().expect("contiguous i16")),
-        DType::I8 => IntSlice::I8(t.as_slice().expect("contiguous i8")),
-        other => panic!("index tensors must have an integer dtype, got {other:?}"),
-    }
-}
-
-/// Runs `f32`/`f64` kernels; 16-bit floats are widened to f32 (f32 accumulation) and narrowed back.
-fn with_real<const N: usize>(
-    inputs: [FlexTensor; N],
-    shape: Vec<usize>,
-    f32k: impl FnOnce([&[f32]; N]) -> Vec<f32>,
-    f64k: impl FnOnce([&[f64]; N]) -> Vec<f64>,
-) -> FlexTensor {
-    let dtype = inputs[0].dtype();
-    match dtype {
-        DType::F64 => {
-            let ins = inputs.map(contiguous);
-            let out = f64k(core::array::from_fn(|i| ins[i].as_slice::<f64>().expect("f64 operands")));
-            FlexTensor::from_data(TensorData::new(out, shape))
-        }
-        DType::F32 => {
-            let ins = inputs.map(contiguous);
-            let out = f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 operands")));
-            FlexTensor::from_data(TensorData::new(out, shape))
-        }
-        _ => {
-            let ins = inputs.map(|t| FlexTensor::from_data(t.into_data().convert_dtype(DType::F32)));
-            let out = f32k(core::array::from_fn(|i| ins[i].as_slice::<f32>().expect("f32 operands")));
-            FlexTensor::from_data(TensorData::new(out, shape).convert_dtype(dtype))
-        }
-    }
-}
 
 /// Transposed patterns kept for reuse: training multiplies by `Aᵀ` with the same pattern at
 /// every backward pass, and the counting sort costs as much as a product. Entries hold clones of

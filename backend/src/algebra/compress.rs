@@ -23,7 +23,15 @@ pub fn compress_sorted<I: IndexElem>(rows: &[I], n: usize) -> Vec<i64> {
     let mut out = Vec::with_capacity(n + 1);
     let mut at = 0usize;
     for r in 0..=n as i64 {
-        at += rows[at..].partition_point(|v| v.to_i64() < r);
+        // Gallop from the previous row's end: rows are short, so the search stays in cache (a
+        // binary search over all the remaining entries costs a cache miss per step).
+        let rest = &rows[at..];
+        let mut hi = 1;
+        while hi <= rest.len() && rest[hi - 1].to_i64() < r {
+            hi *= 2;
+        }
+        let lo = hi / 2;
+        at += lo + rest[lo..hi.min(rest.len())].partition_point(|v| v.to_i64() < r);
         out.push(at as i64);
     }
     out
@@ -66,5 +74,9 @@ mod tests {
         assert_eq!(expand(&c, 2, 3, 3), rows);
         assert_eq!(compress_sorted(&[0i32, 0, 2, 2, 2, 4], 5), vec![0, 2, 2, 5, 5, 6]);
         assert_eq!(compress_sorted::<i64>(&[], 2), vec![0, 0, 0]);
+        // Long and empty rows on both sides of the galloping steps.
+        let rows: Vec<i64> = (0..40).flat_map(|r| std::iter::repeat_n(r, (r as usize * 7) % 13)).collect();
+        let expected: Vec<i64> = (0..=41).map(|r| rows.iter().filter(|&&v| v < r).count() as i64).collect();
+        assert_eq!(compress_sorted(&rows, 41), expected);
     }
 }
