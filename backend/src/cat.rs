@@ -159,16 +159,6 @@ impl<const D: usize> SparseTensor<D> {
     /// This tensor typed with rank `E` (which must equal `D`).
     fn with_rank<const E: usize>(&self) -> Result<SparseTensor<E>> {
         let shape = fixed_rank::<E>("vstack", self.shape.to_vec())?;
-        Ok(SparseTensor {
-            layout: self.layout,
-            shape,
-            batch_dim: self.batch_dim,
-            sparse_dim: self.sparse_dim,
-            dense_dim: self.dense_dim,
-            blocksize: self.blocksize,
-            indices: self.indices.clone(),
-            values: self.values.clone(),
-            coalesced: self.coalesced,
-        })
+        Ok(SparseTensor { shape, ..self.retyped() })
     }
 }

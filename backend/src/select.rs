@@ -113,20 +113,6 @@ impl<const D: usize> SparseTensor<D> {
         })
     }
 
-    /// This tensor's fields under another rank, for results whose shape the caller replaces.
-    fn retyped<const E: usize>(&self) -> SparseTensor<E> {
-        SparseTensor {
-            layout: self.layout,
-            shape: [0; E],
-            batch_dim: self.batch_dim,
-            sparse_dim: self.sparse_dim,
-            dense_dim: self.dense_dim,
-            blocksize: self.blocksize,
-            indices: self.indices.clone(),
-            values: self.values.clone(),
-            coalesced: self.coalesced,
-        }
-    }
 
     /// torch's `s[i0, i1, ...]` once every sparse (indexed) dim has an index: the dense value
     /// there (duplicates summed, zero when unspecified), further indices reading into the

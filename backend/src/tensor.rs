@@ -244,6 +244,21 @@ impl<const D: usize> SparseTensor<D> {
         Self { values, ..self.clone() }
     }
 
+    /// This tensor's fields under another rank, for results whose shape the caller replaces.
+    pub(crate) fn retyped<const E: usize>(&self) -> SparseTensor<E> {
+        SparseTensor {
+            layout: self.layout,
+            shape: [0; E],
+            batch_dim: self.batch_dim,
+            sparse_dim: self.sparse_dim,
+            dense_dim: self.dense_dim,
+            blocksize: self.blocksize,
+            indices: self.indices.clone(),
+            values: self.values.clone(),
+            coalesced: self.coalesced,
+        }
+    }
+
     /// The tensor with values detached from the autodiff graph.
     pub fn detach(&self) -> Self {
         self.with_values(self.values.clone().detach())
