@@ -76,6 +76,17 @@ fn main() -> Result<(), SparseError> {
         GradcheckOptions::default(),
     )
     .expect("gradients match central differences");
-    println!("gradcheck: {} values checked, max |error| {:.1e}", report.checked, report.max_abs_error);
+    println!("gradcheck: {} values checked, max |error| {:.1e}\n", report.checked, report.max_abs_error);
+
+    println!("# sparse.mm with gradients: d/dvalues is sampled on the pattern (never a dense m x k matrix)");
+    let xd = Tensor::<2>::from_data(TensorData::new(vec![1.0f64, 2., 3., 4., 5., 6.], [3, 2]), (&ad, DType::F64)).require_grad();
+    let a = x.detach().coalesce().to_sparse_csr()?.require_grad();
+    let y = sparse::mm(&a, xd.clone());
+    println!("A @ X = {:?}", y.to_data().iter::<f64>().collect::<Vec<_>>());
+    let grads = y.sum().backward();
+    println!("d sum(A @ X) / d values(A) = {:?}", a.values_flat().grad(&grads).expect("tracked").into_data().iter::<f64>().collect::<Vec<_>>());
+    println!("d sum(A @ X) / d X = {:?}", xd.grad(&grads).expect("tracked").into_data().iter::<f64>().collect::<Vec<_>>());
+    let s_att = sparse::softmax(&a.detach(), 1);
+    println!("sparse softmax over each row's stored entries: {:?}", s_att.values_flat().into_data().iter::<f64>().collect::<Vec<_>>());
     Ok(())
 }
