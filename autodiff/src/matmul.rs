@@ -221,7 +221,13 @@ pub fn try_sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D
         (reshape_int(c, [m + 1]), reshape_int(p, [s.nnz()]))
     };
     let a = reshape(mat1, [batch * m, k]);
-    let b = reshape(mat2.swap_dims(D - 2, D - 1), [batch * n, k]);
+    // For a matrix the transposed view goes to the kernel as is (its host side transposes it in
+    // cache tiles); a reshape would first copy it through burn's generic strided path.
+    let b = if D == 2 {
+        Tensor::<2>::from_dispatch(mat2.swap_dims(0, 1).into_dispatch())
+    } else {
+        reshape(mat2.swap_dims(D - 2, D - 1), [batch * n, k])
+    };
     let nnz_total = s.values_flat().dims()[0];
     let sampled = reshape(sddmm(&crow, &col, a, b), [nnz_total, 1]);
     let sampled = if alpha == 1.0 { sampled } else { sampled * alpha };
