@@ -110,6 +110,34 @@ impl Real for f64 {
     }
 }
 
+/// Where a kernel reads entry `j`'s value: a slice in storage order, or the CSR values through the
+/// column-order permutation of a transposed pattern (read in place: no permuted copy).
+pub trait ValueAt<T>: Copy + Send + Sync {
+    /// The value of entry `j`.
+    fn at(&self, j: usize) -> T;
+}
+
+impl<T: Copy + Send + Sync> ValueAt<T> for &[T] {
+    #[inline(always)]
+    fn at(&self, j: usize) -> T {
+        self[j]
+    }
+}
+
+/// Values of a CSR matrix read in the order of its CSC view.
+#[derive(Clone, Copy)]
+pub struct Permuted<'a, T> {
+    val: &'a [T],
+    perm: &'a [i64],
+}
+
+impl<T: Copy + Send + Sync> ValueAt<T> for Permuted<'_, T> {
+    #[inline(always)]
+    fn at(&self, j: usize) -> T {
+        self.val[self.perm[j] as usize]
+    }
+}
+
 /// `acc[t] += v * x[t]`, fused multiply-add only where FMA is compiled in (else `mul_add` is a
 /// library call).
 #[inline(always)]
@@ -148,7 +176,7 @@ fn prefetch_row<T, J: IndexElem>(x: &[T], col: &[J], j: usize, n: usize, t0: usi
 /// Rows `[r0, r1)` of `A · X` into `out` (those rows, `[r1 - r0, n]`), `X` gathered by `col`.
 /// Columns are processed in register tiles of `TILE`, each accumulated over the row's entries.
 #[inline(always)]
-fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, V: ValueAt<T>, const FMA: bool, const TILE: usize>(crow: &[I], col: &[J], val: V, x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
     let rows = out.len() / n.max(1);
     for r in 0..rows {
         let (s, e) = (crow[r0 + r].to_i64() as usize, crow[r0 + r + 1].to_i64() as usize);
@@ -161,12 +189,12 @@ fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: u
                 for j in s..e {
                     prefetch_row(x, col, j + PREFETCH, n, t0, TILE);
                     let xr = &x[col[j].to_i64() as usize * n + t0..][..TILE];
-                    axpy::<T, FMA>(&mut acc, val[j], xr);
+                    axpy::<T, FMA>(&mut acc, val.at(j), xr);
                 }
             } else {
                 for j in s..e {
                     let xr = &x[col[j].to_i64() as usize * n + t0..][..w];
-                    axpy::<T, FMA>(&mut acc[..w], val[j], xr);
+                    axpy::<T, FMA>(&mut acc[..w], val.at(j), xr);
                 }
             }
             for (o, &a) in orow[t0..t0 + w].iter_mut().zip(&acc[..w]) {
@@ -204,34 +232,34 @@ macro_rules! multiversion {
 /// `spmm_rows` compiled for the best vector extension available. With AVX-512's 32 registers a
 /// row of up to 128 f32 columns stays in registers (one pass over the row's entries); AVX2's 16
 /// hold 64.
-fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem, V: ValueAt<T>>(crow: &[I], col: &[J], val: V, x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
-            spmm_rows::<T, I, J, true, TILE>(crow, col, val, x, n, r0, out)
+        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, V: ValueAt<T>, const TILE: usize>(crow: &[I], col: &[J], val: V, x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+            spmm_rows::<T, I, J, V, true, TILE>(crow, col, val, x, n, r0, out)
         }
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
-            spmm_rows::<T, I, J, true, 64>(crow, col, val, x, n, r0, out)
+        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem, V: ValueAt<T>>(crow: &[I], col: &[J], val: V, x: &[T], n: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+            spmm_rows::<T, I, J, V, true, 64>(crow, col, val, x, n, r0, out)
         }
         let wide = core::mem::size_of::<T>() == 4 && n % 128 == 0;
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
             // SAFETY: the CPU supports the features the functions were compiled for.
             return unsafe {
                 if wide {
-                    avx512::<T, I, J, 128>(crow, col, val, x, n, r0, out)
+                    avx512::<T, I, J, V, 128>(crow, col, val, x, n, r0, out)
                 } else {
-                    avx512::<T, I, J, 64>(crow, col, val, x, n, r0, out)
+                    avx512::<T, I, J, V, 64>(crow, col, val, x, n, r0, out)
                 }
             };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: as above.
-            return unsafe { avx2::<T, I, J>(crow, col, val, x, n, r0, out) };
+            return unsafe { avx2::<T, I, J, V>(crow, col, val, x, n, r0, out) };
         }
     }
-    spmm_rows::<T, I, J, false, 64>(crow, col, val, x, n, r0, out)
+    spmm_rows::<T, I, J, V, false, 64>(crow, col, val, x, n, r0, out)
 }
 
 /// Row blocks with about equal stored entries (and a bounded row count), for rayon tasks.
@@ -258,6 +286,11 @@ pub fn balanced_row_blocks<I: IndexElem>(crow: &[I], tasks: usize) -> Vec<usize>
 /// `A · X` on host slices: `out [m, n]` (`m = crow.len() - 1`). Every output element is written
 /// exactly once (no zeroing pass over the output).
 pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize) -> Vec<T> {
+    spmm_values(crow, col, val, x, n)
+}
+
+/// [`spmm`] with the values read through `val` (a slice, or a permutation of one).
+fn spmm_values<T: Real, I: IndexElem, J: IndexElem, V: ValueAt<T>>(crow: &[I], col: &[J], val: V, x: &[T], n: usize) -> Vec<T> {
     let m = crow.len() - 1;
     if n == 0 || m == 0 {
         return Vec::new();
@@ -351,10 +384,9 @@ pub fn spmm_t<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &
 }
 
 /// `Aᵀ · G` with the CSC view of `A`'s pattern given (`perm[p]`: the CSR position of the p-th
-/// entry in column order): only the values are permuted.
+/// entry in column order): the kernel reads the values through the permutation.
 pub fn spmm_t_with<T: Real>(csc: &CscPattern, val: &[T], g: &[T], n: usize) -> Vec<T> {
-    let tval: Vec<T> = csc.perm.par_iter().map(|&p| val[p as usize]).collect();
-    spmm(&csc.ccol, &csc.row, &tval, g, n)
+    spmm_values(&csc.ccol, &csc.row, Permuted { val, perm: &csc.perm }, g, n)
 }
 
 /// The CSC view of a CSR pattern.
