@@ -20,6 +20,7 @@
 
 pub use sparsegrad_autodiff as autodiff;
 pub use sparsegrad_backend as backend;
+pub use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 pub use sparsegrad_backend::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
 
 /// The numerical gradient checker (`sparsegrad::gradcheck(...)`, options and reports in the module).
@@ -46,10 +47,19 @@ pub mod sparse {
     pub use sparsegrad_backend::select::*;
     pub use sparsegrad_backend::shape::*;
     pub use sparsegrad_backend::spdiags::*;
+    pub use sparsegrad_backend::semi_structured::to_sparse_semi_structured;
+
+    /// torch's ops on semi-structured (2:4) tensors: `mm` (sparse @ dense), `mm_dense_sparse`
+    /// (dense @ sparse), `addmm(bias, dense, sparse.t())`, `linear`, each with gradients
+    /// w.r.t. the kept values and the dense operand.
+    pub mod semi_structured {
+        pub use sparsegrad_autodiff::semi_structured::*;
+        pub use sparsegrad_backend::semi_structured::{to_sparse_semi_structured, SemiKind, SemiPattern, SemiStructuredTensor};
+    }
 }
 
 /// `use sparsegrad::prelude::*;` brings the type, its layouts, errors and `ToSparse`.
 pub mod prelude {
     pub use crate::sparse;
-    pub use crate::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
+    pub use crate::{Layout, SemiPattern, SemiStructuredTensor, SparseError, SparseSpec, SparseTensor, ToSparse};
 }

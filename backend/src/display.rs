@@ -4,6 +4,7 @@
 //! 1000 elements and its suffix wrapping at 80 columns. Names drop torch's `torch.` prefix.
 
 use crate::host::{with_floats, with_ints};
+use crate::semi_structured::{SemiKind, SemiStructuredTensor};
 use crate::tensor::{Indices, SparseTensor};
 use burn::tensor::{DType, Int, Tensor};
 use core::fmt;
@@ -87,7 +88,8 @@ fn render(vals: &[f64], shape: &[usize], strides: &[usize], offset: usize, idx: 
     let mut parts: Vec<String> = Vec::new();
     for (k, &i) in idx[0].iter().enumerate() {
         if summarize && n > 2 * EDGEITEMS && k == EDGEITEMS {
-            parts.push("...".into());
+            // torch's `_vector_str` pads the ellipsis of a row (`1.,  ..., 1.`), not of a dim.
+            parts.push(if shape.len() == 1 { " ...".into() } else { "...".into() });
         }
         parts.push(render(vals, &shape[1..], &strides[1..], offset + i * strides[0], &idx[1..], fmt, indent + 1, summarize));
     }
@@ -208,6 +210,28 @@ impl<const D: usize> fmt::Display for SparseTensor<D> {
             }
         };
         f.write_str(&add_suffixes(body, &suffixes, INDENT, force))
+    }
+}
+
+/// torch's `repr` of a dense tensor: `tensor(<body>)`, with `dtype=` when not the default
+/// (float32, int64).
+fn dense_repr(vals: &[f64], shape: &[usize], is_int: bool, dtype: DType) -> String {
+    const INDENT: usize = "tensor(".len();
+    let body = format!("tensor({}", tensor_body(vals, shape, is_int, INDENT));
+    let default = if is_int { DType::I64 } else { DType::F32 };
+    let suffixes = if dtype == default { vec![] } else { vec![format!("dtype={}", dtype_name(dtype))] };
+    add_suffixes(body, &suffixes, INDENT, false)
+}
+
+/// torch's `SparseSemiStructuredTensor(shape=torch.Size([r, c]), transposed=False,
+/// values=tensor(...), metadata=tensor(...))`, `torch.` dropped.
+impl<K: SemiKind> fmt::Display for SemiStructuredTensor<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let values = dense_repr(&K::host_f64(&self.values), &self.values.dims(), K::INTEGER, self.values.dtype());
+        let meta: Vec<f64> = with_ints(&self.metadata, |s| s.to_i64()).into_iter().map(|v| v as f64).collect();
+        let metadata = dense_repr(&meta, &self.metadata.dims(), true, self.metadata.dtype());
+        let transposed = if self.transposed { "True" } else { "False" };
+        write!(f, "SparseSemiStructuredTensor(shape=Size({:?}), transposed={transposed}, values={values}, metadata={metadata})", self.shape())
     }
 }
 

@@ -166,6 +166,17 @@ pub enum SparseError {
         /// The layout given, as text.
         layout: &'static str,
     },
+    /// A group of a semi-structured (N:M) row with more non-zeros than the pattern keeps.
+    PatternViolation {
+        /// The pattern (`"2:4"`, `"1:2"`).
+        pattern: &'static str,
+        /// The row.
+        row: usize,
+        /// The first column of the offending group.
+        column: usize,
+        /// The non-zeros found in the group.
+        nonzeros: usize,
+    },
     /// Arguments inconsistent with each other (dimension counts, ranks).
     InvalidArgument {
         /// The operation.
@@ -179,6 +190,14 @@ impl fmt::Display for SparseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use SparseError::*;
         match self {
+            PatternViolation { pattern, row, column, nonzeros } => {
+                let (n, m) = pattern.split_once(':').unwrap_or(("?", "?"));
+                write!(
+                    f,
+                    "row {row}, columns {column}..{}: {nonzeros} non-zeros in a group of {m}, the {pattern} pattern keeps at most {n}",
+                    column + m.parse::<usize>().unwrap_or(1) - 1
+                )
+            }
             IndexOutOfBounds { component, dim, position, value, size } => write!(
                 f,
                 "{component}: index {value} at position {position} is out of bounds for dimension {dim} of size {size}"

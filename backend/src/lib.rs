@@ -21,6 +21,8 @@ pub mod layout;
 pub mod movement;
 pub mod reduce;
 pub mod select;
+pub mod semi_spmm;
+pub mod semi_structured;
 pub mod shape;
 pub mod softmax;
 pub mod spdiags;

@@ -367,11 +367,11 @@ pub fn csr_transpose<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(crow: &[
 }
 
 /// A raw pointer tasks write through at disjoint positions.
-struct SendPtr<T>(*mut T);
+pub(crate) struct SendPtr<T>(pub(crate) *mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 impl<T> SendPtr<T> {
-    fn at(&self, i: usize) -> *mut T {
+    pub(crate) fn at(&self, i: usize) -> *mut T {
         // SAFETY (callers): `i` is inside the allocation.
         unsafe { self.0.add(i) }
     }

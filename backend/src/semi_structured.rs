@@ -1,0 +1,383 @@
+//! Semi-structured (2:4) sparsity: [`SemiStructuredTensor`], a 2-D matrix whose rows keep two
+//! of every four consecutive elements, stored as the kept values (`[rows, cols / 2]`) and
+//! 2 bits of metadata per kept value that say where it sits in its group.
+//!
+//! The metadata follows torch's layout for 16-bit types: one `i16` word per 16 columns, one
+//! nibble per group of four from the low bits up, the nibble's low 2 bits the first kept
+//! position and its high 2 bits the second (so `[0, 0, 1, 1]` is `0b1110` and a row of it is
+//! `0xEEEE`, torch's `-4370`). Every dtype uses it: f32 (and f64) keep torch's 1:2 rule, one
+//! element per pair, which is a 2:4 group whose first slot is in `0..2` and second in `2..4`.
+//!
+//! Compression reads the non-zero pattern on the host, writes the metadata, and gathers the kept
+//! values with burn's `gather`, so a tensor built from a tracked dense tensor carries gradients
+//! to it; `to_dense` scatters them back the same way. The products live in `semi_spmm` (host
+//! kernels) and in `sparsegrad-autodiff` (the differentiable ops).
+
+use crate::host::{with_floats, with_ints};
+use crate::util::int_tensor;
+use crate::{Result, SparseError};
+use burn::tensor::kind::Basic;
+use burn::tensor::{DType, Device, Float, Int, Tensor, TensorData};
+use burn::tensor::IndexingUpdateOp;
+
+/// Which elements of a group of four a row may keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SemiPattern {
+    /// Any two of every four consecutive elements (torch's rule for f16, bf16 and i8).
+    TwoFour,
+    /// One of every two consecutive elements (torch's rule for f32): a 2:4 group with one kept
+    /// element in each half.
+    OneTwo,
+}
+
+impl SemiPattern {
+    /// torch's pattern for a dtype: 2:4 for 16- and 8-bit types, 1:2 for 32- and 64-bit floats.
+    pub fn for_dtype(dtype: DType) -> Result<Self> {
+        match dtype {
+            DType::F16 | DType::BF16 | DType::I8 => Ok(SemiPattern::TwoFour),
+            DType::F32 | DType::F64 => Ok(SemiPattern::OneTwo),
+            other => Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{other:?}") }),
+        }
+    }
+
+    /// `"2:4"` or `"1:2"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SemiPattern::TwoFour => "2:4",
+            SemiPattern::OneTwo => "1:2",
+        }
+    }
+}
+
+/// Tensor kinds a semi-structured tensor holds: floats (f16, bf16, f32, f64) or i8 integers.
+pub trait SemiKind: Basic + Sized {
+    /// Whether each element (row-major) is non-zero, read on the host.
+    fn nonzero(t: &Tensor<2, Self>) -> Vec<bool>;
+    /// The elements widened to f64, for printing.
+    fn host_f64(t: &Tensor<2, Self>) -> Vec<f64>;
+    /// Whether the dtype can be stored.
+    fn supported(dtype: DType) -> bool;
+    /// Whether elements print as integers.
+    const INTEGER: bool;
+}
+
+impl SemiKind for Float {
+    fn nonzero(t: &Tensor<2, Self>) -> Vec<bool> {
+        with_floats(t, |s| s.to_f64()).into_iter().map(|v| v != 0.0).collect()
+    }
+    fn host_f64(t: &Tensor<2, Self>) -> Vec<f64> {
+        with_floats(t, |s| s.to_f64())
+    }
+    fn supported(dtype: DType) -> bool {
+        matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+    const INTEGER: bool = false;
+}
+
+impl SemiKind for Int {
+    fn nonzero(t: &Tensor<2, Self>) -> Vec<bool> {
+        with_ints(t, |s| s.to_i64()).into_iter().map(|v| v != 0).collect()
+    }
+    fn host_f64(t: &Tensor<2, Self>) -> Vec<f64> {
+        with_ints(t, |s| s.to_i64()).into_iter().map(|v| v as f64).collect()
+    }
+    fn supported(dtype: DType) -> bool {
+        dtype == DType::I8
+    }
+    const INTEGER: bool = true;
+}
+
+/// Columns per metadata word (four groups of four).
+pub const WORD_COLUMNS: usize = 16;
+
+/// A 2-D tensor with 2:4 (or 1:2) semi-structured sparsity along its rows.
+///
+/// `values` and `metadata` describe the stored matrix `[rows, cols]`; `t()` flips a flag, so the
+/// logical shape of a transposed tensor is `[cols, rows]` (torch's `transposed=True`).
+#[derive(Debug, Clone)]
+pub struct SemiStructuredTensor<K: SemiKind = Float> {
+    pub(crate) values: Tensor<2, K>,
+    pub(crate) metadata: Tensor<2, Int>,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) pattern: SemiPattern,
+    pub(crate) transposed: bool,
+}
+
+/// `dense` compressed with torch's pattern for its dtype (2:4 for f16, bf16, i8; 1:2 for f32
+/// and f64). Errors name the first row and group that holds too many non-zeros, a row length
+/// that is not a whole number of groups, or an unsupported dtype.
+pub fn to_sparse_semi_structured<K: SemiKind>(dense: Tensor<2, K>) -> Result<SemiStructuredTensor<K>> {
+    let pattern = SemiPattern::for_dtype(dense.dtype())?;
+    SemiStructuredTensor::from_dense(dense, pattern)
+}
+
+/// The positions kept in one group of four (ascending), or the violation.
+fn group_slots(nz: &[bool], pattern: SemiPattern, row: usize, column: usize) -> Result<[usize; 2]> {
+    let violation = |column, nonzeros| SparseError::PatternViolation { pattern: pattern.name(), row, column, nonzeros };
+    match pattern {
+        SemiPattern::TwoFour => {
+            let set: Vec<usize> = (0..4).filter(|&i| nz[i]).collect();
+            match set.as_slice() {
+                [] => Ok([0, 1]),
+                // One non-zero: keep it and the lowest other slot, in order.
+                &[p] => Ok(if p == 0 { [0, 1] } else { [0, p] }),
+                &[a, b] => Ok([a, b]),
+                _ => Err(violation(column, set.len())),
+            }
+        }
+        SemiPattern::OneTwo => {
+            if nz[0] && nz[1] {
+                return Err(violation(column, 2));
+            }
+            if nz[2] && nz[3] {
+                return Err(violation(column + 2, 2));
+            }
+            Ok([usize::from(nz[1]), 2 + usize::from(nz[3])])
+        }
+    }
+}
+
+/// Metadata words (`[rows, ceil(cols / 16)]`) and the kept columns (`[rows, cols / 2]`) of a
+/// row-major non-zero mask.
+pub fn compress_mask(nz: &[bool], rows: usize, cols: usize, pattern: SemiPattern) -> Result<(Vec<i16>, Vec<i64>)> {
+    let words = cols.div_ceil(WORD_COLUMNS);
+    let mut meta = vec![0i16; rows * words];
+    let mut kept = Vec::with_capacity(rows * cols / 2);
+    for r in 0..rows {
+        for g in 0..cols / 4 {
+            let c = 4 * g;
+            let [a, b] = group_slots(&nz[r * cols + c..r * cols + c + 4], pattern, r, c)?;
+            let nibble = (a | b << 2) as u16;
+            let w = &mut meta[r * words + g / 4];
+            *w = (*w as u16 | nibble << (4 * (g % 4))) as i16;
+            kept.push((c + a) as i64);
+            kept.push((c + b) as i64);
+        }
+    }
+    Ok((meta, kept))
+}
+
+/// The slot (0..4) of the `j`-th kept value of a row, from its metadata words.
+#[inline(always)]
+pub fn slot(words: &[i16], j: usize) -> usize {
+    let g = j / 2;
+    let nibble = (words[g / 4] as u16 >> (4 * (g % 4))) & 0xF;
+    (if j % 2 == 0 { nibble & 3 } else { nibble >> 2 }) as usize
+}
+
+/// The kept columns `[rows, cols / 2]` (row-major) decoded from metadata words.
+pub fn kept_columns(meta: &[i16], rows: usize, cols: usize) -> Vec<i64> {
+    let words = cols.div_ceil(WORD_COLUMNS);
+    let half = cols / 2;
+    let mut out = Vec::with_capacity(rows * half);
+    for r in 0..rows {
+        let w = &meta[r * words..(r + 1) * words];
+        out.extend((0..half).map(|j| (4 * (j / 2) + slot(w, j)) as i64));
+    }
+    out
+}
+
+/// Checks that metadata words describe valid groups of `pattern` (slots ascending, 1:2 slots in
+/// their halves, unused nibbles zero).
+fn validate_metadata(meta: &[i16], rows: usize, cols: usize, pattern: SemiPattern) -> Result<()> {
+    let words = cols.div_ceil(WORD_COLUMNS);
+    for r in 0..rows {
+        let w = &meta[r * words..(r + 1) * words];
+        for g in 0..cols / 4 {
+            let (a, b) = (slot(w, 2 * g), slot(w, 2 * g + 1));
+            let ok = match pattern {
+                SemiPattern::TwoFour => a < b,
+                SemiPattern::OneTwo => a < 2 && b >= 2,
+            };
+            if !ok {
+                return Err(SparseError::InvalidArgument {
+                    operation: "SemiStructuredTensor::from_parts",
+                    message: format!("metadata row {r}, group {g} (columns {}..{}): slots {a} and {b} are not a {} group", 4 * g, 4 * g + 3, pattern.name()),
+                });
+            }
+        }
+        for g in cols / 4..words * 4 {
+            if (w[g / 4] as u16 >> (4 * (g % 4))) & 0xF != 0 {
+                return Err(SparseError::InvalidArgument {
+                    operation: "SemiStructuredTensor::from_parts",
+                    message: format!("metadata row {r}: bits set past the last group (column {})", cols),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn shape_error(operation: &'static str, message: String) -> SparseError {
+    SparseError::InvalidArgument { operation, message }
+}
+
+impl<K: SemiKind> SemiStructuredTensor<K> {
+    /// `dense` compressed with `pattern` (any float dtype, or i8). Every group of four
+    /// consecutive elements of a row must hold at most 2 non-zeros (1:2: at most one per pair).
+    pub fn from_dense(dense: Tensor<2, K>, pattern: SemiPattern) -> Result<Self> {
+        let op = "to_sparse_semi_structured";
+        let dtype = dense.dtype();
+        if !K::supported(dtype) {
+            return Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{dtype:?}") });
+        }
+        let [rows, cols] = dense.dims();
+        if cols % 4 != 0 {
+            return Err(shape_error(op, format!("shape [{rows}, {cols}]: the row length must be a multiple of 4 (whole groups of 4 consecutive elements)")));
+        }
+        let nz = K::nonzero(&dense);
+        let (meta, kept) = compress_mask(&nz, rows, cols, pattern)?;
+        let device = dense.device();
+        let values = if rows * cols == 0 {
+            Tensor::<2, K>::zeros([rows, cols / 2], (&device, dtype))
+        } else {
+            dense.gather(1, int_tensor(kept, [rows, cols / 2], DType::I64, &device))
+        };
+        Ok(Self { values, metadata: metadata_tensor(meta, rows, cols, &device), rows, cols, pattern, transposed: false })
+    }
+
+    /// A tensor from its parts: kept `values` `[rows, cols / 2]` and `metadata` words
+    /// `[rows, ceil(cols / 16)]` (any integer dtype holding the 16-bit words), checked.
+    pub fn from_parts(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern) -> Result<Self> {
+        let op = "SemiStructuredTensor::from_parts";
+        let [rows, half] = values.dims();
+        if cols % 4 != 0 {
+            return Err(shape_error(op, format!("the row length {cols} must be a multiple of 4")));
+        }
+        if half * 2 != cols {
+            return Err(SparseError::ShapeMismatch { component: "values", expected: vec![rows, cols / 2], actual: vec![rows, half] });
+        }
+        let words = cols.div_ceil(WORD_COLUMNS);
+        if metadata.dims() != [rows, words] {
+            return Err(SparseError::ShapeMismatch { component: "metadata", expected: vec![rows, words], actual: metadata.dims().to_vec() });
+        }
+        if !K::supported(values.dtype()) {
+            return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{:?}", values.dtype()) });
+        }
+        let meta: Vec<i16> = with_ints(&metadata, |s| s.to_i64()).into_iter().map(|v| v as i16).collect();
+        validate_metadata(&meta, rows, cols, pattern)?;
+        let metadata = metadata_tensor(meta, rows, cols, &values.device());
+        Ok(Self { values, metadata, rows, cols, pattern, transposed: false })
+    }
+
+    /// The logical shape (`[cols, rows]` of the stored matrix once transposed).
+    pub fn shape(&self) -> [usize; 2] {
+        if self.transposed {
+            [self.cols, self.rows]
+        } else {
+            [self.rows, self.cols]
+        }
+    }
+
+    /// The shape of the stored (compressed) matrix, whatever `transposed` says.
+    pub fn stored_shape(&self) -> [usize; 2] {
+        [self.rows, self.cols]
+    }
+
+    /// Whether the tensor is the transpose of its stored matrix (torch's `transposed`).
+    pub fn is_transposed(&self) -> bool {
+        self.transposed
+    }
+
+    /// The pattern the rows follow.
+    pub fn pattern(&self) -> SemiPattern {
+        self.pattern
+    }
+
+    /// The kept values `[rows, cols / 2]` of the stored matrix, in row order.
+    pub fn values(&self) -> Tensor<2, K> {
+        self.values.clone()
+    }
+
+    /// The metadata words `[rows, ceil(cols / 16)]`, `i16` as torch's.
+    pub fn metadata(&self) -> Tensor<2, Int> {
+        self.metadata.clone()
+    }
+
+    /// The values' dtype.
+    pub fn dtype(&self) -> DType {
+        self.values.dtype()
+    }
+
+    /// The device.
+    pub fn device(&self) -> Device {
+        self.values.device()
+    }
+
+    /// The transpose (a flag: no data moves), as torch's `t()`.
+    pub fn t(&self) -> Self {
+        Self { transposed: !self.transposed, ..self.clone() }
+    }
+
+    /// The same pattern with other kept values (`[rows, cols / 2]`): how a layer puts its
+    /// trainable values back into the tensor.
+    pub fn with_values(&self, values: Tensor<2, K>) -> Self {
+        assert_eq!(values.dims(), [self.rows, self.cols / 2], "with_values: values shape");
+        Self { values, ..self.clone() }
+    }
+
+    /// torch's compression ratio, compressed size over dense size: `1/2 + 1/bits` (2 bits of
+    /// metadata per kept element): 56.25 % for 16-bit types, 62.5 % for i8, 53.125 % for f32.
+    pub fn compression_ratio(&self) -> f64 {
+        0.5 + 1.0 / (self.dtype().size() * 8) as f64
+    }
+
+    /// Bytes held: kept values and metadata words.
+    pub fn memory_bytes(&self) -> usize {
+        self.rows * self.cols / 2 * self.dtype().size() + self.rows * self.cols.div_ceil(WORD_COLUMNS) * 2
+    }
+
+    /// The kept columns `[rows, cols / 2]` of the stored matrix (for gathers and scatters).
+    pub fn kept_columns(&self) -> Tensor<2, Int> {
+        let meta: Vec<i16> = with_ints(&self.metadata, |s| s.to_i64()).into_iter().map(|v| v as i16).collect();
+        let cols = kept_columns(&meta, self.rows, self.cols);
+        int_tensor(cols, [self.rows, self.cols / 2], DType::I64, &self.device())
+    }
+
+    /// The dense matrix (logical shape; differentiable w.r.t. the values).
+    pub fn to_dense(&self) -> Tensor<2, K> {
+        let device = self.device();
+        let zeros = Tensor::<2, K>::zeros([self.rows, self.cols], (&device, self.dtype()));
+        let dense = if self.rows * self.cols == 0 {
+            zeros
+        } else {
+            zeros.scatter(1, self.kept_columns(), self.values.clone(), IndexingUpdateOp::Add)
+        };
+        if self.transposed {
+            dense.transpose()
+        } else {
+            dense
+        }
+    }
+}
+
+/// The `i16` metadata tensor of a tensor `[rows, cols]`.
+fn metadata_tensor(meta: Vec<i16>, rows: usize, cols: usize, device: &Device) -> Tensor<2, Int> {
+    Tensor::from_data(TensorData::new(meta, [rows, cols.div_ceil(WORD_COLUMNS)]), (device, DType::I16))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torch_metadata_word_for_0011() {
+        let nz: Vec<bool> = [false, false, true, true].repeat(4);
+        let (meta, kept) = compress_mask(&nz, 1, 16, SemiPattern::TwoFour).unwrap();
+        assert_eq!(meta, vec![-4370i16]);
+        assert_eq!(kept, vec![2, 3, 6, 7, 10, 11, 14, 15]);
+        assert_eq!(kept_columns(&meta, 1, 16), kept);
+    }
+
+    #[test]
+    fn one_two_keeps_one_per_pair() {
+        let nz = [true, true, false, false];
+        let err = compress_mask(&nz, 1, 4, SemiPattern::OneTwo).unwrap_err();
+        assert_eq!(err, SparseError::PatternViolation { pattern: "1:2", row: 0, column: 0, nonzeros: 2 });
+        assert!(compress_mask(&nz, 1, 4, SemiPattern::TwoFour).is_ok());
+        let (meta, kept) = compress_mask(&[false, true, false, true], 1, 4, SemiPattern::OneTwo).unwrap();
+        assert_eq!(kept, vec![1, 3]);
+        assert_eq!(meta, vec![0b1101]);
+    }
+}
