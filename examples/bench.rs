@@ -155,6 +155,28 @@ fn gcn_step(bench: &Bench) {
     bench.report("gcn_train_step", "cora", ms, None);
 }
 
+/// The 2:4 linear layer's product against burn's dense matmul on Flex, same shapes, same run:
+/// `x [M, K] · Wᵀ` with `W [N, K]` pruned to 2:4 by magnitude (the anchors time PyTorch's dense
+/// `F.linear` on these shapes; PyTorch has no CPU 2:4 kernel).
+fn linear_2_4(bench: &Bench, device: &Device) {
+    use sparsegrad::sparse::semi_structured::{linear, SemiPattern, SemiStructuredTensor};
+    for (m, k, n) in [(256usize, 4096usize, 4096usize), (64, 4096, 11008)] {
+        let x = dense(m, k, 11, device);
+        let w = sparsegrad::nn::prune_2_4(dense(n, k, 12, device)).expect("K is a multiple of 4");
+        let ws = SemiStructuredTensor::from_dense(w.clone(), SemiPattern::TwoFour).expect("2:4 after pruning");
+        let shape = format!("M={m} K={k} N={n}");
+        let flops = 2.0 * (m * k * n) as f64;
+        let dense_ms = time(7, || x.clone().matmul(w.clone().transpose()));
+        bench.report("linear_dense_burn", &shape, dense_ms, Some(flops));
+        let semi_ms = time(7, || linear(x.clone(), &ws, None));
+        // Dense-equivalent GFLOP/s: the 2:4 product does half the multiply-adds.
+        bench.report("linear_2:4", &shape, semi_ms, Some(flops));
+        if !bench.json {
+            println!("{:<28} {shape:<24} {:10.2}x faster than burn's dense matmul", "linear_2:4 / dense", dense_ms / semi_ms);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let bench = Bench {
@@ -207,6 +229,10 @@ fn main() {
         let d = Tensor::<2>::from_data(TensorData::new(a.to_dense(), [4096, 4096]), &device);
         let ms = time(5, || d.clone().to_sparse_csr().expect("fits"));
         bench.report("dense_to_csr", "4096^2 d=0.1", ms, None);
+    }
+
+    if bench.wants("linear") {
+        linear_2_4(&bench, &device);
     }
 
     if bench.wants("softmax") {

@@ -261,6 +261,14 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         Ok(Self { values, metadata, rows, cols, pattern, transposed: false })
     }
 
+    /// [`SemiStructuredTensor::from_parts`] without the checks, for parts that come from a
+    /// checked tensor (a layer's parameters): the caller guarantees `values [rows, cols / 2]`
+    /// and valid `i16` metadata words `[rows, ceil(cols / 16)]`.
+    pub fn from_parts_unchecked(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern) -> Self {
+        let rows = values.dims()[0];
+        Self { values, metadata, rows, cols, pattern, transposed: false }
+    }
+
     /// The logical shape (`[cols, rows]` of the stored matrix once transposed).
     pub fn shape(&self) -> [usize; 2] {
         if self.transposed {

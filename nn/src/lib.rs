@@ -2,15 +2,31 @@
 //!
 //! - `gcn`: [`GcnConv`] and [`gcn_norm`] (Kipf & Welling's graph convolution).
 //! - `gat`: [`GatConv`] (multi-head graph attention: SDDMM scores, sparse softmax, sparse mm).
+//! - `semi_structured_linear`: [`SemiStructuredLinear`] (a linear layer with a 2:4 weight,
+//!   trained on its kept values).
+//! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
+//!   values).
+//! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
+//!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
+//!   [`prune_magnitude_csr`]).
 //! - `dropout`: dropout on the stored values of sparse tensors (and a seeded dense twin).
 //! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club).
+//! - `mnist`: the MNIST loader ([`Mnist`], IDX files in `data/mnist/`).
 
 pub mod dropout;
 pub mod gat;
 pub mod gcn;
+pub mod mnist;
 pub mod planetoid;
+pub mod prune;
+pub mod semi_structured_linear;
+pub mod sparse_linear;
 
 pub use dropout::{dense_dropout, sparse_dropout, MaskRng};
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};
+pub use mnist::{Mnist, MnistSplit};
 pub use planetoid::{DataError, Planetoid};
+pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
+pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
+pub use sparse_linear::{SparseLinear, SparseLinearConfig};

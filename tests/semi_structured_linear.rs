@@ -1,0 +1,168 @@
+//! SemiStructuredLinear: construction by pruning a dense `burn::nn::Linear` (equal to the
+//! pruned dense layer), forward against the dense formula, gradcheck w.r.t. the kept values,
+//! the bias and the input, Adam training that keeps the weight 2:4 (same metadata, every group
+//! still holding at most two non-zeros), and a save/load round trip through burn records.
+
+use burn::module::Module;
+use burn::nn::LinearConfig;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::store::ModuleRecord;
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::nn::{prune_2_4, SemiStructuredLinear, SemiStructuredLinearConfig};
+use sparsegrad::prelude::*;
+
+fn f32s<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data().iter::<f32>().collect()
+}
+
+fn words(l: &SemiStructuredLinear) -> Vec<i64> {
+    l.metadata.val().into_data().iter::<i64>().collect()
+}
+
+fn input(rows: usize, cols: usize, device: &Device) -> Tensor<2> {
+    let v: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0).collect();
+    Tensor::from_data(TensorData::new(v, [rows, cols]), device)
+}
+
+fn assert_close(a: &[f32], b: &[f32], tol: f32) {
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= tol * y.abs().max(1.0), "element {i}: {x} vs {y}");
+    }
+}
+
+/// Non-zeros of each group of four of a `[rows, cols]` matrix, at most `limit`.
+fn assert_groups_at_most(w: Tensor<2>, limit: usize) {
+    let [rows, cols] = w.dims();
+    let v = f32s(w);
+    for r in 0..rows {
+        for g in 0..cols / 4 {
+            let nz = (0..4).filter(|&i| v[r * cols + 4 * g + i] != 0.0).count();
+            assert!(nz <= limit, "row {r}, group {g}: {nz} non-zeros");
+        }
+    }
+}
+
+#[test]
+fn from_linear_is_the_pruned_dense_layer() {
+    let device = Device::flex();
+    // 300 inputs: a partial metadata word (300 = 18 * 16 + 12).
+    let dense = LinearConfig::new(300, 7).init(&device);
+    let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
+    assert_eq!((layer.d_output(), layer.d_input), (7, 300));
+    assert_eq!(layer.values.val().dims(), [7, 150]);
+    assert_eq!(layer.metadata.val().dims(), [7, 19]);
+    let pruned = prune_2_4(dense.weight.val().transpose()).unwrap();
+    assert_eq!(f32s(layer.weight().to_dense()), f32s(pruned.clone()));
+    assert_groups_at_most(layer.weight().to_dense(), 2);
+    let x = input(9, 300, &device);
+    let expected = x.clone().matmul(pruned.transpose()) + dense.bias.as_ref().unwrap().val().unsqueeze::<2>();
+    assert_close(&f32s(layer.forward(x)), &f32s(expected), 1e-5);
+    // 7 x 150 f32 values, 7 x 19 i16 words, 7 f32 biases.
+    assert_eq!(layer.memory_bytes(), 7 * 150 * 4 + 7 * 19 * 2 + 7 * 4);
+    // A 3-D input keeps its leading dims.
+    let x3: Tensor<3> = input(6, 300, &device).reshape([2, 3, 300]);
+    assert_eq!(layer.forward(x3).dims(), [2, 3, 7]);
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let device = Device::flex();
+    let err = SemiStructuredLinearConfig::new(6, 3).try_init(&device).unwrap_err();
+    assert!(err.to_string().contains("not a multiple of the group size m = 4"), "{err}");
+    let layer = SemiStructuredLinearConfig::new(8, 3).init(&device);
+    let err = SemiStructuredLinear::from_weight(&layer.weight().t(), None).unwrap_err();
+    assert!(err.to_string().contains("not transposed"), "{err}");
+    let err = SemiStructuredLinear::from_weight(&layer.weight(), Some(Tensor::zeros([4], &device))).unwrap_err();
+    assert_eq!(err, SparseError::ShapeMismatch { component: "bias", expected: vec![3], actual: vec![4] });
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| layer.forward(input(2, 5, &device))));
+    assert!(result.is_err(), "a wrong input width panics");
+}
+
+#[test]
+fn gradcheck_values_bias_and_input() {
+    let device = Device::flex();
+    let dense = LinearConfig::new(8, 3).init(&device);
+    let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
+    let values: Vec<f64> = layer.values.val().into_data().iter::<f64>().collect();
+    let bias: Vec<f64> = layer.bias.as_ref().unwrap().val().into_data().iter::<f64>().collect();
+    let x: Vec<f64> = (0..4 * 8).map(|i| ((i * 37) % 13) as f64 / 6.0 - 1.0).collect();
+    let metadata = layer.metadata.val();
+    let f = |t: &[Tensor<1>]| -> Tensor<1> {
+        let ad = t[0].device();
+        let w = SemiStructuredTensor::from_parts(t[0].clone().reshape([3, 4]), Tensor::from_data(metadata.to_data(), (&ad, DType::I16)), 8, SemiPattern::TwoFour).unwrap();
+        let y = sparsegrad::sparse::semi_structured::linear(t[2].clone().reshape([4, 8]), &w, Some(t[1].clone()));
+        y.reshape([12])
+    };
+    let inputs = [
+        GradInput { name: "values".into(), values },
+        GradInput { name: "bias".into(), values: bias },
+        GradInput { name: "x".into(), values: x },
+    ];
+    let report = gradcheck(f, &inputs, GradcheckOptions::default()).unwrap();
+    assert_eq!(report.checked, 12 + 3 + 32);
+}
+
+#[derive(Module, Debug)]
+struct Net {
+    l0: SemiStructuredLinear,
+    l1: SemiStructuredLinear,
+}
+
+impl Net {
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.l1.forward(self.l0.forward(x).tanh())
+    }
+}
+
+#[test]
+fn adam_training_stays_two_four_and_lowers_the_loss() {
+    let device = Device::flex().autodiff();
+    device.seed(5);
+    let init = || Net { l0: SemiStructuredLinearConfig::new(20, 16).init(&device), l1: SemiStructuredLinearConfig::new(16, 4).init(&device) };
+    let mut model = init();
+    let teacher = init();
+    let x = input(32, 20, &device);
+    let target = teacher.forward(x.clone()).detach();
+    let (meta, values) = (words(&model.l0), f32s(model.l0.values.val()));
+    let mut optim = AdamConfig::new().init();
+    let mse = |m: &Net| (m.forward(x.clone()) - target.clone()).powi_scalar(2).mean();
+    let first = mse(&model).into_scalar::<f32>();
+    for _ in 0..60 {
+        let loss = mse(&model);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(0.01, model, grads);
+    }
+    let last = mse(&model).into_scalar::<f32>();
+    assert!(last < first / 3.0, "loss {first} -> {last}");
+    assert_eq!(words(&model.l0), meta, "the metadata does not train");
+    assert_groups_at_most(model.l0.weight().to_dense().inner(), 2);
+    assert_groups_at_most(model.l1.weight().to_dense().inner(), 2);
+    let trained = f32s(model.l0.values.val());
+    assert!(trained.iter().zip(&values).filter(|(a, b)| a != b).count() > values.len() / 2, "the values trained");
+}
+
+#[test]
+fn record_round_trip_restores_metadata_values_and_outputs() {
+    let device = Device::flex();
+    let config = SemiStructuredLinearConfig::new(40, 6);
+    device.seed(1);
+    let layer = config.init(&device);
+    let x = input(5, 40, &device);
+    let expected = f32s(layer.forward(x.clone()));
+    let bytes = layer.clone().into_record().into_bytes().unwrap();
+    device.seed(2);
+    let skeleton = config.init(&device);
+    assert_ne!(words(&skeleton), words(&layer));
+    let loaded = skeleton.load_record(ModuleRecord::from_bytes(bytes).unwrap());
+    assert_eq!(words(&loaded), words(&layer));
+    assert_eq!(loaded.metadata.val().dtype(), DType::I16);
+    assert_eq!(f32s(loaded.forward(x.clone())), expected);
+    let path = std::env::temp_dir().join(format!("sparsegrad-semi-linear-{}.bpk", std::process::id()));
+    layer.save_file(&path).unwrap();
+    let loaded = config.init(&device).load_file(&path);
+    assert_eq!(f32s(loaded.forward(x)), expected);
+    // Only now: loaded tensors read the file lazily.
+    std::fs::remove_file(&path).unwrap();
+}
