@@ -95,29 +95,45 @@ const SLAB_BYTES: usize = 32 * 1024;
 /// Rows of `A` per task: enough that a slab is reused many times before the next is loaded.
 const RB: usize = 256;
 
-/// Adds row `r`'s contribution over columns `[k0, k1)` (whole groups) to `acc`: `bp` is the
-/// packed panel `[cols, NT]`, `words` and `vals` the row's metadata and kept values.
+/// `acc += v0 · bp[c0] + v1 · bp[c1]` over the `NT` columns of the packed panel.
+///
+/// # Safety
+/// Rows `c0` and `c1` of the panel (`NT` elements each) lie inside `bp`.
+#[inline(always)]
+unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(bp: *const T, c0: usize, c1: usize, v0: T, v1: T, acc: &mut [T; NT]) {
+    // SAFETY: as the caller promises.
+    let (x0, x1) = unsafe { (bp.add(c0 * NT), bp.add(c1 * NT)) };
+    for t in 0..NT {
+        let (a, b) = unsafe { (*x0.add(t), *x1.add(t)) };
+        acc[t] = if FMA { T::mul_add(v1, b, T::mul_add(v0, a, acc[t])) } else { acc[t] + v0 * a + v1 * b };
+    }
+}
+
+/// Adds a row's contribution over columns `[k0, k1)` (`k0` a multiple of 16, `k1` of 4) to
+/// `acc`: `bp` is the packed panel `[cols, NT]`, `words` and `vals` the row's metadata and kept
+/// values. Whole metadata words are unrolled into their four groups, so the nibble shifts are
+/// constants: at narrow panels the decoding is what the multiply-adds wait for.
 #[inline(always)]
 fn row_slab<T: Real, const FMA: bool, const NT: usize>(words: &[i16], vals: &[T], bp: &[T], k0: usize, k1: usize, acc: &mut [T; NT]) {
     let groups = k1 / 4;
-    assert!(vals.len() >= 2 * groups && words.len() * 4 >= groups && bp.len() >= 4 * groups * NT);
-    let mut g = k0 / 4;
-    while g < groups {
-        // SAFETY (the unchecked reads below): g < groups, so the word and both values exist, and
-        // a nibble slot is below 4, so row 4g + slot of the panel lies within its 4 * groups rows.
-        let word = unsafe { *words.get_unchecked(g / 4) } as u16;
-        let last = (g / 4 * 4 + 4).min(groups);
-        while g < last {
-            let nibble = (word >> (4 * (g % 4))) as usize;
-            let (c0, c1) = (4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3));
-            let (v0, v1) = unsafe { (*vals.get_unchecked(2 * g), *vals.get_unchecked(2 * g + 1)) };
-            let (x0, x1) = unsafe { (bp.as_ptr().add(c0 * NT), bp.as_ptr().add(c1 * NT)) };
-            for t in 0..NT {
-                let (a, b) = unsafe { (*x0.add(t), *x1.add(t)) };
-                acc[t] = if FMA { T::mul_add(v1, b, T::mul_add(v0, a, acc[t])) } else { acc[t] + v0 * a + v1 * b };
-            }
-            g += 1;
+    assert!(k0 % WORD_COLUMNS == 0 && vals.len() >= 2 * groups && words.len() * 4 >= groups && bp.len() >= 4 * groups * NT);
+    let (p, v) = (bp.as_ptr(), vals.as_ptr());
+    let full = groups / 4;
+    // SAFETY (all unchecked reads): every group g read is below `groups`, so its word and both
+    // values exist, and a nibble's slots are below 4, so panel rows 4g + slot are below 4 groups.
+    for w in k0 / WORD_COLUMNS..full {
+        let word = unsafe { *words.get_unchecked(w) } as u16 as usize;
+        for q in 0..4 {
+            let g = 4 * w + q;
+            let nibble = word >> (4 * q);
+            let (v0, v1) = unsafe { (*v.add(2 * g), *v.add(2 * g + 1)) };
+            unsafe { group_fma::<T, FMA, NT>(p, 4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3), v0, v1, acc) };
         }
+    }
+    for g in (4 * full).max(k0 / 4)..groups {
+        let nibble = (unsafe { *words.get_unchecked(g / 4) } as u16 as usize) >> (4 * (g % 4));
+        let (v0, v1) = unsafe { (*v.add(2 * g), *v.add(2 * g + 1)) };
+        unsafe { group_fma::<T, FMA, NT>(p, 4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3), v0, v1, acc) };
     }
 }
 
