@@ -58,6 +58,12 @@ pub mod sparse {
     }
 }
 
+/// Sparse matrices for candle (feature `candle`): COO and CSR tensors with host indices and
+/// candle values, `mm`, `addmm`, `sampled_addmm`, `softmax`, `log_softmax` as custom ops on the
+/// same kernels and backward rules as the burn side.
+#[cfg(feature = "candle")]
+pub use sparsegrad_candle as candle;
+
 /// `use sparsegrad::prelude::*;` brings the type, its layouts, errors and `ToSparse`.
 pub mod prelude {
     pub use crate::sparse;
