@@ -23,6 +23,7 @@ use burn::backend::{
     tensor::{FloatTensor, IntTensor},
     Backend, Flex, TensorMetadata,
 };
+use burn::tensor::Slice;
 use sparsegrad_backend::spmm::SpmmKernels;
 
 /// Differentiable CSR products.
@@ -68,6 +69,17 @@ impl<B: SpmmKernels> Backward<B, 2> for Spmm {
         let (crow, col, values, x, transpose, k) = ops.state;
         let [values_node, x_node] = ops.parents;
         let g = grads.consume::<B>(&ops.node);
+        if let (Some(vn), Some(xn)) = (&values_node, &x_node) {
+            // Both wanted: one pass gathers each row of G once for both (see `spmm_backward`).
+            let (nnz, xshape) = (values.shape().num_elements(), x.shape());
+            let len = xshape.num_elements();
+            let both = B::csr_spmm_backward(crow, col, values, g, x, transpose, k);
+            let dx = B::float_reshape(B::float_slice(both.clone(), &[Slice::new(0, Some(len as isize), 1)]), xshape);
+            let dv = B::float_slice(both, &[Slice::new(len as isize, Some((len + nnz) as isize), 1)]);
+            grads.register::<B>(vn.id, dv);
+            grads.register::<B>(xn.id, dx);
+            return;
+        }
         if let Some(node) = values_node {
             // out = A X: dv_j = G[row j] · X[col j];  out = Aᵀ X: dv_j = X[row j] · G[col j].
             let dv = if transpose {

@@ -27,6 +27,7 @@ pub mod shape;
 pub mod softmax;
 pub mod spdiags;
 pub mod spmm;
+pub mod spmm_backward;
 pub mod tensor;
 pub mod to_sparse;
 pub mod transpose;

@@ -1,0 +1,257 @@
+//! The fused backward of a CSR product: both gradients of `out = A · X` in one pass.
+//!
+//! Separately, `dvalues = SDDMM(G, X)` and `dX = Aᵀ · G` each gather a row of `G` per stored
+//! entry — the gathers are what the products cost. Walked in the order of the transposed
+//! pattern (column `c` of `A` at a time), both need the same row: entry `j` at `(r, c)` adds
+//! `v_j · G[r]` to `dX[c]` and gives `dv_j = G[r] · X[c]`, so one gather serves both, `X[c]`
+//! and the `dX[c]` accumulators stay in registers across the column, and each `dX` row is
+//! written once by the task that owns it (no atomics). `out = Aᵀ · X` has the same structure
+//! on the pattern itself (row `r` of `A`: `dX[r] += v_j · G[c]`, `dv_j = X[r] · G[c]`).
+
+use crate::algebra::IndexElem;
+use core::mem::MaybeUninit;
+use crate::spmm::{balanced_row_blocks, prefetch_row, Real, SendPtr, PREFETCH};
+use rayon::prelude::*;
+
+/// A compressed pattern walked by its compressed dimension: `ptr [len + 1]`, the other index of
+/// each entry, and where each entry's value sits in the values array (`None`: in place).
+pub struct Walk<'a, I, J> {
+    /// Compressed pointers.
+    pub ptr: &'a [I],
+    /// The plain index of each entry.
+    pub idx: &'a [J],
+    /// The values-array position of each entry, when the walk is a permutation of storage.
+    pub perm: Option<&'a [i64]>,
+}
+
+/// `x` viewed as `[U]`.
+///
+/// # Safety
+/// `T` and `U` are the same type.
+unsafe fn cast<T, U>(x: &[T]) -> &[U] {
+    unsafe { core::slice::from_raw_parts(x.as_ptr() as *const U, x.len()) }
+}
+
+/// Lanes of the partial dot products (one AVX-512 register of f32).
+const LANES: usize = 16;
+
+/// Segments `[s0, s1)` of the walk: `dx` rows for them (`[(s1 - s0) * n]`, each written once)
+/// and `dv` through `dv_out` at each entry's value position.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv_out: &SendPtr<T>) {
+    let mut dots: Vec<T> = Vec::new();
+    for s in s0..s0 + dx.len() / n.max(1) {
+        let (b, e) = (walk.ptr[s].to_i64() as usize, walk.ptr[s + 1].to_i64() as usize);
+        dots.clear();
+        dots.resize(e - b, T::default());
+        let xr = &x[s * n..(s + 1) * n];
+        let drow = &mut dx[(s - s0) * n..(s - s0 + 1) * n];
+        let mut t0 = 0;
+        while t0 < n {
+            let w = TILE.min(n - t0);
+            let mut acc = [T::default(); TILE];
+            if w == TILE {
+                let xt: &[T; TILE] = xr[t0..t0 + TILE].try_into().expect("tile");
+                for p in b..e {
+                    prefetch_row(g, walk.idx, p + PREFETCH, n, t0, TILE);
+                    let gr: &[T; TILE] = g[walk.idx[p].to_i64() as usize * n + t0..][..TILE].try_into().expect("tile");
+                    let v = val[walk.perm.map_or(p, |q| q[p] as usize)];
+                    // Four independent lane accumulators for the dot product, as the SDDMM
+                    // kernel: one would chain every multiply-add on the previous one's latency.
+                    let mut lanes = [[T::default(); LANES]; 4];
+                    for c in 0..TILE / LANES {
+                        for l in 0..LANES {
+                            let t = c * LANES + l;
+                            acc[t] = if FMA { T::mul_add(v, gr[t], acc[t]) } else { acc[t] + v * gr[t] };
+                            lanes[c % 4][l] = if FMA { T::mul_add(gr[t], xt[t], lanes[c % 4][l]) } else { lanes[c % 4][l] + gr[t] * xt[t] };
+                        }
+                    }
+                    let mut lanes: [T; LANES] = core::array::from_fn(|l| (lanes[0][l] + lanes[1][l]) + (lanes[2][l] + lanes[3][l]));
+                    let mut width = LANES / 2;
+                    while width > 0 {
+                        for t in 0..width {
+                            lanes[t] = lanes[t] + lanes[t + width];
+                        }
+                        width /= 2;
+                    }
+                    dots[p - b] = dots[p - b] + lanes[0];
+                }
+            } else {
+                for p in b..e {
+                    let gr = &g[walk.idx[p].to_i64() as usize * n + t0..][..w];
+                    let v = val[walk.perm.map_or(p, |q| q[p] as usize)];
+                    let mut dot = T::default();
+                    for t in 0..w {
+                        acc[t] = acc[t] + v * gr[t];
+                        dot = dot + gr[t] * xr[t0 + t];
+                    }
+                    dots[p - b] = dots[p - b] + dot;
+                }
+            }
+            for (o, &a) in drow[t0..t0 + w].iter_mut().zip(&acc[..w]) {
+                o.write(a);
+            }
+            t0 += w;
+        }
+        for (p, &d) in (b..e).zip(&dots) {
+            // SAFETY: value positions are a permutation of 0..nnz: each is written once.
+            unsafe { dv_out.at(walk.perm.map_or(p, |q| q[p] as usize)).write(d) };
+        }
+    }
+}
+
+/// `segments` for f32 with AVX-512 intrinsics, `n` a multiple of `16 V`: `V` vectors of `dX`
+/// accumulators and of the `X` row stay in registers across a segment, the dot product runs in
+/// two chains and reduces with one instruction sequence (the portable reduction through an
+/// array costs more than the multiply-adds, as in the SDDMM kernel).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(walk: &Walk<'_, I, J>, val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], dv_out: &SendPtr<f32>) {
+    use core::arch::x86_64::*;
+    let mut dots: Vec<f32> = Vec::new();
+    for s in s0..s0 + dx.len() / n {
+        let (b, e) = (walk.ptr[s].to_i64() as usize, walk.ptr[s + 1].to_i64() as usize);
+        dots.clear();
+        dots.resize(e - b, 0.0);
+        let mut t0 = 0;
+        while t0 < n {
+            // SAFETY (loads and stores): t0 + 16 V <= n, so every vector lies inside its row.
+            let xp = x[s * n + t0..].as_ptr();
+            let xt: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(xp.add(16 * q)) });
+            let mut acc = [_mm512_setzero_ps(); V];
+            for p in b..e {
+                prefetch_row(g, walk.idx, p + PREFETCH, n, t0, 16 * V);
+                let gp = g[walk.idx[p].to_i64() as usize * n + t0..][..16 * V].as_ptr();
+                let v = _mm512_set1_ps(val[walk.perm.map_or(p, |q| q[p] as usize)]);
+                let mut d = [_mm512_setzero_ps(); 2];
+                for q in 0..V {
+                    let gq = unsafe { _mm512_loadu_ps(gp.add(16 * q)) };
+                    acc[q] = _mm512_fmadd_ps(v, gq, acc[q]);
+                    d[q % 2] = _mm512_fmadd_ps(gq, xt[q], d[q % 2]);
+                }
+                dots[p - b] += _mm512_reduce_add_ps(_mm512_add_ps(d[0], d[1]));
+            }
+            let out = dx[(s - s0) * n + t0..].as_mut_ptr() as *mut f32;
+            for (q, a) in acc.iter().enumerate() {
+                unsafe { _mm512_storeu_ps(out.add(16 * q), *a) };
+            }
+            t0 += 16 * V;
+        }
+        for (p, &d) in (b..e).zip(&dots) {
+            // SAFETY: value positions are a permutation of 0..nnz: each is written once.
+            unsafe { dv_out.at(walk.perm.map_or(p, |q| q[p] as usize)).write(d) };
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &SendPtr<T>) {
+    #[cfg(target_arch = "x86_64")]
+    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n % 64 == 0 && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: T is f32 (same type, same layout); the CPU supports AVX-512F.
+        let (val, g, x) = unsafe { (cast::<T, f32>(val), cast::<T, f32>(g), cast::<T, f32>(x)) };
+        let dx = unsafe { core::slice::from_raw_parts_mut(dx.as_mut_ptr() as *mut MaybeUninit<f32>, dx.len()) };
+        let dv = SendPtr(dv.0 as *mut f32);
+        return unsafe {
+            if n % 128 == 0 {
+                segments_f32_avx512::<I, J, 8>(walk, val, g, x, n, s0, dx, &dv)
+            } else {
+                segments_f32_avx512::<I, J, 4>(walk, val, g, x, n, s0, dx, &dv)
+            }
+        };
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &SendPtr<T>) {
+            segments::<T, I, J, true, TILE>(walk, val, g, x, n, s0, dx, dv)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &SendPtr<T>) {
+            segments::<T, I, J, true, 32>(walk, val, g, x, n, s0, dx, dv)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
+            // SAFETY: the CPU supports the features the functions were compiled for.
+            return unsafe {
+                if core::mem::size_of::<T>() == 4 && n % 128 == 0 {
+                    avx512::<T, I, J, 128>(walk, val, g, x, n, s0, dx, dv)
+                } else {
+                    avx512::<T, I, J, 64>(walk, val, g, x, n, s0, dx, dv)
+                }
+            };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { avx2::<T, I, J>(walk, val, g, x, n, s0, dx, dv) };
+        }
+    }
+    segments::<T, I, J, false, 32>(walk, val, g, x, n, s0, dx, dv)
+}
+
+/// Both gradients of a product over `walk` (`len` segments), as one buffer: `dx [len, n]` then
+/// `dv [nnz]` in values order; from the output gradient rows `g` (indexed by the walk's plain
+/// index) and the operand rows `x [len, n]`. Every element is written once.
+pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize) -> Vec<T> {
+    let len = walk.ptr.len() - 1;
+    let nnz = walk.idx.len();
+    let total = len * n + nnz;
+    let mut out: Vec<T> = Vec::with_capacity(total);
+    if n == 0 {
+        out.resize(total, T::default());
+        return out;
+    }
+    let (dx, dv) = out.spare_capacity_mut()[..total].split_at_mut(len * n);
+    let dv = SendPtr(dv.as_mut_ptr() as *mut T);
+    let cuts = balanced_row_blocks(walk.ptr, rayon::current_num_threads() * 16);
+    let mut parts = Vec::with_capacity(cuts.len());
+    let mut rest = dx;
+    for w in cuts.windows(2) {
+        let (head, tail) = rest.split_at_mut((w[1] - w[0]) * n);
+        parts.push((w[0], head));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(s0, part)| segments_dispatch(walk, val, g, x, n, s0, part, &dv));
+    // SAFETY: the segments cover every `dx` row, and each entry's value position is written once.
+    unsafe { out.set_len(total) };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spmm::{sddmm, spmm_t, CscPattern};
+
+    #[test]
+    fn fused_backward_matches_sddmm_and_transposed_product() {
+        // A 7 x 5 with an empty row and an empty column (3), n around the tile widths.
+        let (m, k) = (7, 5);
+        let crow = vec![0i64, 2, 2, 5, 6, 8, 9, 11];
+        let col = vec![0i64, 4, 1, 2, 4, 0, 2, 4, 1, 0, 2];
+        let val: Vec<f64> = (0..11).map(|i| i as f64 * 0.5 - 2.0).collect();
+        for n in [1, 3, 64, 70, 128, 130] {
+            let g: Vec<f64> = (0..m * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
+            let x: Vec<f64> = (0..k * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
+            let csc = CscPattern::of(&crow, &col, k);
+            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, perm: Some(&csc.perm) };
+            let both = spmm_backward(&walk, &val, &g, &x, n);
+            assert_eq!(both[..k * n], spmm_t(&crow, &col, &val, &g, n, k), "dx n={n}");
+            assert_eq!(both[k * n..], sddmm(&crow, &col, &g, &x, n), "dv n={n}");
+            // out = Aᵀ · X (X [m, n], G [k, n]): the walk over the pattern itself.
+            let walk = Walk { ptr: &crow, idx: &col, perm: None };
+            let gt: Vec<f64> = (0..k * n).map(|i| ((i * 5) % 9) as f64 - 4.0).collect();
+            let xt: Vec<f64> = (0..m * n).map(|i| ((i * 3) % 8) as f64 - 3.5).collect();
+            let both = spmm_backward(&walk, &val, &gt, &xt, n);
+            assert_eq!(both[..m * n], crate::spmm::spmm(&crow, &col, &val, &gt, n), "dx of Aᵀ·X n={n}");
+            assert_eq!(both[m * n..], sddmm(&crow, &col, &xt, &gt, n), "dv of Aᵀ·X n={n}");
+            // f32 takes the AVX-512 kernel where n is a multiple of 64 (integer data: exact).
+            let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+            let (val32, g32, x32) = (f(&val), f(&g), f(&x));
+            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, perm: Some(&csc.perm) };
+            let both = spmm_backward(&walk, &val32, &g32, &x32, n);
+            assert_eq!(both[..k * n], spmm_t(&crow, &col, &val32, &g32, n, k), "f32 dx n={n}");
+            assert_eq!(both[k * n..], sddmm(&crow, &col, &g32, &x32, n), "f32 dv n={n}");
+        }
+    }
+}
