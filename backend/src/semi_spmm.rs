@@ -20,7 +20,7 @@
 
 use crate::flex::*;
 use crate::semi_structured::{kept_columns, WORD_COLUMNS};
-use crate::spmm::{Real, SendPtr, SpmmKernels};
+use crate::spmm::{Aligned, Real, SendPtr, SpmmKernels};
 use burn::backend::flex::FlexTensor;
 use burn::backend::{
     backend_extension,
@@ -177,30 +177,6 @@ fn block_rows_dispatch<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols:
         }
     }
     block_rows::<T, false, NT>(meta, vals, cols, bp, r0, r1, acc)
-}
-
-/// A zeroed buffer of `len` elements whose slice `[off..off + len]` starts on a 64-byte
-/// boundary: a vector load that straddles two cache lines costs two, and a large `Vec` sits
-/// 16 bytes past a page boundary.
-struct Aligned<T> {
-    buf: Vec<T>,
-    off: usize,
-    len: usize,
-}
-
-impl<T: Real> Aligned<T> {
-    fn zeroed(len: usize) -> Self {
-        let pad = 64 / core::mem::size_of::<T>();
-        let buf = vec![T::default(); len + pad];
-        let off = buf.as_ptr().align_offset(64).min(pad);
-        Self { buf, off, len }
-    }
-    fn get(&self) -> &[T] {
-        &self.buf[self.off..self.off + self.len]
-    }
-    fn get_mut(&mut self) -> &mut [T] {
-        &mut self.buf[self.off..self.off + self.len]
-    }
 }
 
 /// Columns `[t0, t0 + w)` of `B [k, n]` as a contiguous, aligned `[k, nt]` panel (zero past
