@@ -326,28 +326,74 @@ impl<T: Real> Aligned<T> {
     }
 }
 
+/// Buffers of aligned copies, kept for the next call: a fresh multi-megabyte allocation is
+/// mapped anew by the allocator each time and pays a page fault per page (measured: a fifth of
+/// the 4096 x 128 product at 1 %). At most [`SCRATCH_KEPT`] buffers are held.
+static SCRATCH: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+/// Scratch buffers kept between calls.
+const SCRATCH_KEPT: usize = 4;
+
+/// A cache-aligned copy of a slice in a reused buffer (returned to the pool on drop).
+pub(crate) struct AlignedCopy<T> {
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+    _t: core::marker::PhantomData<T>,
+}
+
+impl<T: Copy> AlignedCopy<T> {
+    fn of(x: &[T]) -> Self {
+        let bytes = core::mem::size_of_val(x);
+        let mut buf = {
+            let mut pool = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+            match pool.iter().position(|b| b.capacity() >= bytes + 64) {
+                Some(i) => pool.swap_remove(i),
+                None => Vec::with_capacity(bytes + 64),
+            }
+        };
+        // SAFETY: u8 has no invalid values and the capacity covers the length; every byte
+        // read later lies in the copied range.
+        unsafe { buf.set_len(bytes + 64) };
+        let off = buf.as_ptr().align_offset(64);
+        // SAFETY: `off + bytes <= bytes + 64`, and the regions do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping(x.as_ptr() as *const u8, buf.as_mut_ptr().add(off), bytes) };
+        Self { buf, off, len: x.len(), _t: core::marker::PhantomData }
+    }
+
+    pub(crate) fn get(&self) -> &[T] {
+        // SAFETY: the bytes at `off` are a copy of a `[T; len]`, 64-byte aligned.
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().add(self.off) as *const T, self.len) }
+    }
+}
+
+impl<T> Drop for AlignedCopy<T> {
+    fn drop(&mut self) {
+        let mut pool = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < SCRATCH_KEPT {
+            pool.push(core::mem::take(&mut self.buf));
+        }
+    }
+}
+
+/// A cache-aligned copy of the rows `x [len, n]` when it pays: burn's buffers start 16 bytes
+/// past a cache line, so every vector load of a row straddles two lines. Where each row is
+/// read many times (`reads >= 32 * len`) the copy pays for itself (measured: 8 % on the
+/// 4096 x 128 product at 10 %; a loss at 10 reads per row, where the copy costs what the
+/// gathers save).
+fn aligned_copy<T: Real>(x: &[T], n: usize, reads: usize) -> Option<AlignedCopy<T>> {
+    let row_bytes = n * core::mem::size_of::<T>();
+    (n > 0 && x.as_ptr() as usize % 64 != 0 && row_bytes % 64 == 0 && reads >= 32 * (x.len() / n)).then(|| AlignedCopy::of(x))
+}
+
 /// [`spmm`] with the values read through `val` (a slice, or a permutation of one).
 fn spmm_values<T: Real, I: IndexElem, J: IndexElem, V: ValueAt<T>>(crow: &[I], col: &[J], val: V, x: &[T], n: usize) -> Vec<T> {
     let m = crow.len() - 1;
     if n == 0 || m == 0 {
         return Vec::new();
     }
-    // burn's buffers start 16 bytes past a cache line, so every vector load of an `X` row
-    // straddles two lines. Where each row of `X` is read many times (entries per column of
-    // `A` >= 32), a cache-aligned copy pays for itself (measured: 8 % on 4096 x 128 at 10 %;
-    // a loss at 10 entries per column, where the copy costs what the gathers save).
-    let row_bytes = n * core::mem::size_of::<T>();
-    let aligned;
-    let x = if x.as_ptr() as usize % 64 != 0 && row_bytes % 64 == 0 && col.len() >= 32 * (x.len() / n) {
-        aligned = {
-            let mut a = Aligned::zeroed(x.len());
-            a.get_mut().copy_from_slice(x);
-            a
-        };
-        aligned.get()
-    } else {
-        x
-    };
+    let aligned = aligned_copy(x, n, col.len());
+    let x = aligned.as_ref().map_or(x, |a| a.get());
     let mut out: Vec<T> = Vec::with_capacity(m * n);
     let cuts = balanced_row_blocks(crow, rayon::current_num_threads() * 16);
     let mut parts = Vec::with_capacity(cuts.len());
@@ -574,6 +620,8 @@ pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T]
     if nnz == 0 || m == 0 {
         return out;
     }
+    let (a_al, b_al) = (aligned_copy(a, d, nnz), aligned_copy(b, d, nnz));
+    let (a, b) = (a_al.as_ref().map_or(a, |x| x.get()), b_al.as_ref().map_or(b, |x| x.get()));
     let cuts = balanced_row_blocks(crow, rayon::current_num_threads() * 16);
     let mut parts = Vec::with_capacity(cuts.len());
     let mut rest: &mut [T] = &mut out;
