@@ -116,7 +116,7 @@ unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(bp: *const T, c0:
 #[inline(always)]
 fn row_slab<T: Real, const FMA: bool, const NT: usize>(words: &[i16], vals: &[T], bp: &[T], k0: usize, k1: usize, acc: &mut [T; NT]) {
     let groups = k1 / 4;
-    assert!(k0 % WORD_COLUMNS == 0 && vals.len() >= 2 * groups && words.len() * 4 >= groups && bp.len() >= 4 * groups * NT);
+    assert!(k0.is_multiple_of(WORD_COLUMNS) && vals.len() >= 2 * groups && words.len() * 4 >= groups && bp.len() >= 4 * groups * NT);
     let (p, v) = (bp.as_ptr(), vals.as_ptr());
     let full = groups / 4;
     // SAFETY (all unchecked reads): every group g read is below `groups`, so its word and both

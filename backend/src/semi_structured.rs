@@ -163,7 +163,7 @@ pub fn compress_mask(nz: &[bool], rows: usize, cols: usize, pattern: SemiPattern
 pub fn slot(words: &[i16], j: usize) -> usize {
     let g = j / 2;
     let nibble = (words[g / 4] as u16 >> (4 * (g % 4))) & 0xF;
-    (if j % 2 == 0 { nibble & 3 } else { nibble >> 2 }) as usize
+    (if j.is_multiple_of(2) { nibble & 3 } else { nibble >> 2 }) as usize
 }
 
 /// The kept columns `[rows, cols / 2]` (row-major) decoded from metadata words.
@@ -223,7 +223,7 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
             return Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{dtype:?}") });
         }
         let [rows, cols] = dense.dims();
-        if cols % 4 != 0 {
+        if !cols.is_multiple_of(4) {
             return Err(shape_error(op, format!("shape [{rows}, {cols}]: the row length must be a multiple of 4 (whole groups of 4 consecutive elements)")));
         }
         let nz = K::nonzero(&dense);
@@ -242,7 +242,7 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
     pub fn from_parts(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern) -> Result<Self> {
         let op = "SemiStructuredTensor::from_parts";
         let [rows, half] = values.dims();
-        if cols % 4 != 0 {
+        if !cols.is_multiple_of(4) {
             return Err(shape_error(op, format!("the row length {cols} must be a multiple of 4")));
         }
         if half * 2 != cols {

@@ -149,13 +149,13 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(walk: 
 #[allow(clippy::too_many_arguments)]
 fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &SendPtr<T>) {
     #[cfg(target_arch = "x86_64")]
-    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n % 64 == 0 && std::arch::is_x86_feature_detected!("avx512f") {
+    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n.is_multiple_of(64) && std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: T is f32 (same type, same layout); the CPU supports AVX-512F.
         let (val, g, x) = unsafe { (cast::<T, f32>(val), cast::<T, f32>(g), cast::<T, f32>(x)) };
         let dx = unsafe { core::slice::from_raw_parts_mut(dx.as_mut_ptr() as *mut MaybeUninit<f32>, dx.len()) };
         let dv = SendPtr(dv.0 as *mut f32);
         return unsafe {
-            if n % 128 == 0 {
+            if n.is_multiple_of(128) {
                 segments_f32_avx512::<I, J, 8>(walk, val, g, x, n, s0, dx, &dv)
             } else {
                 segments_f32_avx512::<I, J, 4>(walk, val, g, x, n, s0, dx, &dv)
@@ -175,7 +175,7 @@ fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
             // SAFETY: the CPU supports the features the functions were compiled for.
             return unsafe {
-                if core::mem::size_of::<T>() == 4 && n % 128 == 0 {
+                if core::mem::size_of::<T>() == 4 && n.is_multiple_of(128) {
                     avx512::<T, I, J, 128>(walk, val, g, x, n, s0, dx, dv)
                 } else {
                     avx512::<T, I, J, 64>(walk, val, g, x, n, s0, dx, dv)
