@@ -87,6 +87,20 @@ fn main() -> Result<(), SparseError> {
     println!("d sum(A @ X) / d values(A) = {:?}", a.values_flat().grad(&grads).expect("tracked").into_data().iter::<f64>().collect::<Vec<_>>());
     println!("d sum(A @ X) / d X = {:?}", xd.grad(&grads).expect("tracked").into_data().iter::<f64>().collect::<Vec<_>>());
     let s_att = sparse::softmax(&a.detach(), 1);
-    println!("sparse softmax over each row's stored entries: {:?}", s_att.values_flat().into_data().iter::<f64>().collect::<Vec<_>>());
+    println!("sparse softmax over each row's stored entries: {:?}\n", s_att.values_flat().into_data().iter::<f64>().collect::<Vec<_>>());
+
+    println!("# 2:4 semi-structured on the CPU (torch: CUDA only): torch's metadata, half the multiply-adds");
+    let tiled: Vec<f32> = [0.0, 0.0, 1.0, 1.0].repeat(128 * 32);
+    let a24 = sparse::to_sparse_semi_structured(Tensor::<2>::from_data(TensorData::new(tiled, [128, 128]), &device).cast(DType::F16))?;
+    println!("{a24}");
+    println!("compression ratio {:.2} %", 100.0 * a24.compression_ratio());
+    let w = Tensor::<2>::from_data(TensorData::new(vec![0.0f64, 2., 0., -1., 3., 0., 0., 4.], [2, 4]), (&ad, DType::F64));
+    let w24 = SemiStructuredTensor::from_dense(w, SemiPattern::TwoFour)?;
+    let kept = w24.values().require_grad();
+    let w24 = w24.with_values(kept.clone());
+    let xin = Tensor::<2>::from_data(TensorData::new(vec![1.0f64, 1., 1., 1.], [1, 4]), (&ad, DType::F64));
+    let y = sparse::semi_structured::linear(xin, &w24, None);
+    let grads = y.clone().sum().backward();
+    println!("linear(x, W 2:4) = {:?}; d/d kept values = {:?}", y.to_data().iter::<f64>().collect::<Vec<_>>(), kept.grad(&grads).expect("tracked").into_data().iter::<f64>().collect::<Vec<_>>());
     Ok(())
 }
