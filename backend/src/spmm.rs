@@ -612,6 +612,59 @@ unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J
     }
 }
 
+/// `sddmm_rows_f32_avx512` for rows of exactly `16 V` columns, four entries at a time: the
+/// row of `a` stays in `V` registers, and the four dot products reduce together (one transpose
+/// of partial sums, 13 instructions instead of four 8-instruction horizontal reductions, which
+/// cost as much as the multiply-adds at these widths).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(crow: &[I], col: &[J], a: &[f32], b: &[f32], r0: usize, out: &mut [f32]) {
+    use core::arch::x86_64::*;
+    let d = 16 * V;
+    let base = crow[r0].to_i64() as usize;
+    let mut r = r0;
+    let mut done = 0;
+    // The dot product of the row with one row of `b`, in two chains.
+    let dot = |ar: &[__m512; V], bp: *const f32| -> __m512 {
+        let mut acc = [_mm512_setzero_ps(); 2];
+        for q in 0..V {
+            // SAFETY: `bp` starts a row of `d = 16 V` elements of `b`.
+            acc[q % 2] = _mm512_fmadd_ps(ar[q], unsafe { _mm512_loadu_ps(bp.add(16 * q)) }, acc[q % 2]);
+        }
+        _mm512_add_ps(acc[0], acc[1])
+    };
+    while done < out.len() {
+        let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
+        let ap = a[r * d..(r + 1) * d].as_ptr();
+        // SAFETY: the row of `a` holds `d` elements.
+        let ar: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(ap.add(16 * q)) });
+        let row = |j: usize| b[col[j].to_i64() as usize * d..][..d].as_ptr();
+        let mut j = s;
+        while j + 4 <= e {
+            prefetch_row(b, col, j + PREFETCH, d, 0, d);
+            prefetch_row(b, col, j + PREFETCH + 2, d, 0, d);
+            let (d0, d1, d2, d3) = (dot(&ar, row(j)), dot(&ar, row(j + 1)), dot(&ar, row(j + 2)), dot(&ar, row(j + 3)));
+            // Pairwise interleave-and-add until each 128-bit lane holds [s0, s1, s2, s3] over
+            // its quarter, then fold the four quarters.
+            let x01 = _mm512_add_ps(_mm512_unpacklo_ps(d0, d1), _mm512_unpackhi_ps(d0, d1));
+            let x23 = _mm512_add_ps(_mm512_unpacklo_ps(d2, d3), _mm512_unpackhi_ps(d2, d3));
+            let (p01, p23) = (_mm512_castps_pd(x01), _mm512_castps_pd(x23));
+            let y = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)), _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
+            let z = _mm512_add_ps(y, _mm512_shuffle_f32x4::<0b0100_1110>(y, y));
+            let w = _mm512_add_ps(z, _mm512_shuffle_f32x4::<0b1011_0001>(z, z));
+            // SAFETY: entries j..j + 4 lie in this task's part of `out`.
+            unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr(), _mm512_castps512_ps128(w)) };
+            j += 4;
+        }
+        while j < e {
+            out[j - base] = _mm512_reduce_add_ps(dot(&ar, row(j)));
+            j += 1;
+        }
+        done += e - s;
+        r += 1;
+    }
+}
+
 /// `out[j] = a[row j] · b[col j]` on host slices (`a [m, d]`, `b [k, d]`).
 pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize) -> Vec<T> {
     let m = crow.len() - 1;
@@ -636,7 +689,13 @@ pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T]
         if let (Some(a32), Some(b32), Some(o32)) = (as_f32(a), as_f32(b), as_f32_mut(part)) {
             if std::arch::is_x86_feature_detected!("avx512f") {
                 // SAFETY: the CPU supports AVX-512F.
-                unsafe { sddmm_rows_f32_avx512(crow, col, a32, b32, d, r0, o32) };
+                unsafe {
+                    match d {
+                        64 => sddmm_rows_f32_avx512_x4::<I, J, 4>(crow, col, a32, b32, r0, o32),
+                        128 => sddmm_rows_f32_avx512_x4::<I, J, 8>(crow, col, a32, b32, r0, o32),
+                        _ => sddmm_rows_f32_avx512(crow, col, a32, b32, d, r0, o32),
+                    }
+                };
                 return;
             }
         }
@@ -798,6 +857,33 @@ mod tests {
         for r in 0..m {
             for j in crow[r] as usize..crow[r + 1] as usize {
                 assert_eq!(s[j], full[r * k + col[j] as usize]);
+            }
+        }
+    }
+
+    /// The f32 AVX-512 SDDMM kernels (four entries at a time at d = 64 and 128, one at a time
+    /// otherwise) against plain dot products; row lengths 0..9 exercise the remainders.
+    #[test]
+    fn f32_sddmm_matches_dot_products() {
+        let (m, k) = (11, 13);
+        let mut crow = vec![0i64];
+        let mut col = Vec::new();
+        for r in 0..m {
+            for j in 0..r % 10 {
+                col.push(((r * 7 + j * 5) % k) as i64);
+            }
+            crow.push(col.len() as i64);
+        }
+        for d in [16, 48, 64, 128, 130] {
+            let a: Vec<f32> = (0..m * d).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
+            let b: Vec<f32> = (0..k * d).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+            let got = sddmm(&crow, &col, &a, &b, d);
+            for r in 0..m {
+                for j in crow[r] as usize..crow[r + 1] as usize {
+                    let c = col[j] as usize;
+                    let want: f32 = (0..d).map(|t| a[r * d + t] * b[c * d + t]).sum();
+                    assert_eq!(got[j], want, "d={d} row {r} entry {j}");
+                }
             }
         }
     }
