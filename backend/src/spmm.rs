@@ -612,6 +612,22 @@ unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J
     }
 }
 
+/// The horizontal sums of four vectors, as `[s0, s1, s2, s3]`: pairwise interleave-and-add
+/// until each 128-bit lane holds the four partial sums of its quarter, then fold the quarters.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn reduce4(d0: core::arch::x86_64::__m512, d1: core::arch::x86_64::__m512, d2: core::arch::x86_64::__m512, d3: core::arch::x86_64::__m512) -> core::arch::x86_64::__m128 {
+    use core::arch::x86_64::*;
+    let x01 = _mm512_add_ps(_mm512_unpacklo_ps(d0, d1), _mm512_unpackhi_ps(d0, d1));
+    let x23 = _mm512_add_ps(_mm512_unpacklo_ps(d2, d3), _mm512_unpackhi_ps(d2, d3));
+    let (p01, p23) = (_mm512_castps_pd(x01), _mm512_castps_pd(x23));
+    let y = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)), _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
+    let z = _mm512_add_ps(y, _mm512_shuffle_f32x4::<0b0100_1110>(y, y));
+    let w = _mm512_add_ps(z, _mm512_shuffle_f32x4::<0b1011_0001>(z, z));
+    _mm512_castps512_ps128(w)
+}
+
 /// `sddmm_rows_f32_avx512` for rows of exactly `16 V` columns, four entries at a time: the
 /// row of `a` stays in `V` registers, and the four dot products reduce together (one transpose
 /// of partial sums, 13 instructions instead of four 8-instruction horizontal reductions, which
@@ -644,16 +660,8 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(c
             prefetch_row(b, col, j + PREFETCH, d, 0, d);
             prefetch_row(b, col, j + PREFETCH + 2, d, 0, d);
             let (d0, d1, d2, d3) = (dot(&ar, row(j)), dot(&ar, row(j + 1)), dot(&ar, row(j + 2)), dot(&ar, row(j + 3)));
-            // Pairwise interleave-and-add until each 128-bit lane holds [s0, s1, s2, s3] over
-            // its quarter, then fold the four quarters.
-            let x01 = _mm512_add_ps(_mm512_unpacklo_ps(d0, d1), _mm512_unpackhi_ps(d0, d1));
-            let x23 = _mm512_add_ps(_mm512_unpacklo_ps(d2, d3), _mm512_unpackhi_ps(d2, d3));
-            let (p01, p23) = (_mm512_castps_pd(x01), _mm512_castps_pd(x23));
-            let y = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)), _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
-            let z = _mm512_add_ps(y, _mm512_shuffle_f32x4::<0b0100_1110>(y, y));
-            let w = _mm512_add_ps(z, _mm512_shuffle_f32x4::<0b1011_0001>(z, z));
             // SAFETY: entries j..j + 4 lie in this task's part of `out`.
-            unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr(), _mm512_castps512_ps128(w)) };
+            unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr(), reduce4(d0, d1, d2, d3)) };
             j += 4;
         }
         while j < e {

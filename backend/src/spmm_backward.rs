@@ -121,17 +121,44 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(walk: 
             let xp = x[s * n + t0..].as_ptr();
             let xt: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(xp.add(16 * q)) });
             let mut acc = [_mm512_setzero_ps(); V];
-            for p in b..e {
+            let v_at = |p: usize| _mm512_set1_ps(val[walk.perm.map_or(p, |q| q[p] as usize)]);
+            let g_at = |p: usize| g[walk.idx[p].to_i64() as usize * n + t0..][..16 * V].as_ptr();
+            // One entry: its G row into the accumulators, and its dot product with the X row.
+            let mut entry = |p: usize, acc: &mut [__m512; V]| -> __m512 {
                 prefetch_row(g, walk.idx, p + PREFETCH, n, t0, 16 * V);
-                let gp = g[walk.idx[p].to_i64() as usize * n + t0..][..16 * V].as_ptr();
-                let v = _mm512_set1_ps(val[walk.perm.map_or(p, |q| q[p] as usize)]);
+                // Through a permutation, the value read and the gradient written are random
+                // accesses too: fetch their lines ahead with the row of G.
+                if let Some(&q) = walk.perm.and_then(|perm| perm.get(p + PREFETCH)) {
+                    let q = q as usize;
+                    if q < val.len() {
+                        _mm_prefetch::<_MM_HINT_T0>(val[q..].as_ptr() as *const i8);
+                        _mm_prefetch::<_MM_HINT_T0>(dv_out.at(q) as *const i8);
+                    }
+                }
+                let (gp, v) = (g_at(p), v_at(p));
                 let mut d = [_mm512_setzero_ps(); 2];
                 for q in 0..V {
                     let gq = unsafe { _mm512_loadu_ps(gp.add(16 * q)) };
                     acc[q] = _mm512_fmadd_ps(v, gq, acc[q]);
                     d[q % 2] = _mm512_fmadd_ps(gq, xt[q], d[q % 2]);
                 }
-                dots[p - b] += _mm512_reduce_add_ps(_mm512_add_ps(d[0], d[1]));
+                _mm512_add_ps(d[0], d[1])
+            };
+            let mut p = b;
+            // Four entries at a time share one transposed reduction of their dot products.
+            while p + 4 <= e {
+                let (d0, d1, d2, d3) = (entry(p, &mut acc), entry(p + 1, &mut acc), entry(p + 2, &mut acc), entry(p + 3, &mut acc));
+                let sums = crate::spmm::reduce4(d0, d1, d2, d3);
+                let mut four = [0.0f32; 4];
+                unsafe { _mm_storeu_ps(four.as_mut_ptr(), sums) };
+                for (i, v) in four.iter().enumerate() {
+                    dots[p - b + i] += v;
+                }
+                p += 4;
+            }
+            while p < e {
+                dots[p - b] += _mm512_reduce_add_ps(entry(p, &mut acc));
+                p += 1;
             }
             let out = dx[(s - s0) * n + t0..].as_mut_ptr() as *mut f32;
             for (q, a) in acc.iter().enumerate() {
