@@ -510,7 +510,7 @@ impl CscPattern {
 /// Entries of rows `r0..` filling `out` (which starts at row `r0`'s first entry): each row of
 /// `a` is read once for all its entries, dot products run in 16 lanes and reduce by halving.
 #[inline(always)]
-fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [T]) {
+fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
     const LANES: usize = 16;
     let base = crow[r0].to_i64() as usize;
     let mut r = r0;
@@ -546,7 +546,7 @@ fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], 
                 }
                 width /= 2;
             }
-            out[j - base] = acc[0];
+            out[j - base].write(acc[0]);
         }
         done += e - s;
         r += 1;
@@ -555,7 +555,7 @@ fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], 
 
 multiversion! {
     /// `sddmm_rows` compiled for the best vector extension available.
-    fn sddmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [T]) => sddmm_rows
+    fn sddmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) => sddmm_rows
 }
 
 /// `x` as `&[f32]` when `T` is `f32`.
@@ -565,19 +565,20 @@ fn as_f32<T: 'static>(x: &[T]) -> Option<&[f32]> {
         .then(|| unsafe { core::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()) })
 }
 
-/// `x` as `&mut [f32]` when `T` is `f32`.
-fn as_f32_mut<T: 'static>(x: &mut [T]) -> Option<&mut [f32]> {
+/// `x` as `&mut [MaybeUninit<f32>]` when `T` is `f32`.
+fn as_f32_uninit<T: 'static>(x: &mut [MaybeUninit<T>]) -> Option<&mut [MaybeUninit<f32>]> {
     (core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>())
         // SAFETY: T is f32 (same type, same layout).
-        .then(|| unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut f32, x.len()) })
+        .then(|| unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut MaybeUninit<f32>, x.len()) })
 }
+
 
 /// `sddmm_rows` for f32 with AVX-512: four 16-lane FMA chains per dot product and one
 /// horizontal reduction instruction sequence; the portable version's reduction through an array
 /// cost three times the multiply-adds.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[f32], b: &[f32], d: usize, r0: usize, out: &mut [f32]) {
+unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[f32], b: &[f32], d: usize, r0: usize, out: &mut [MaybeUninit<f32>]) {
     use core::arch::x86_64::*;
     let base = crow[r0].to_i64() as usize;
     let (full, rest) = (d / 64 * 64, d % 64);
@@ -605,7 +606,7 @@ unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J
                 tail += ar[i] * br[i];
             }
             let sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-            out[j - base] = _mm512_reduce_add_ps(sum) + tail;
+            out[j - base].write(_mm512_reduce_add_ps(sum) + tail);
         }
         done += e - s;
         r += 1;
@@ -634,7 +635,7 @@ pub(crate) fn reduce4(d0: core::arch::x86_64::__m512, d1: core::arch::x86_64::__
 /// cost as much as the multiply-adds at these widths).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(crow: &[I], col: &[J], a: &[f32], b: &[f32], r0: usize, out: &mut [f32]) {
+unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(crow: &[I], col: &[J], a: &[f32], b: &[f32], r0: usize, out: &mut [MaybeUninit<f32>]) {
     use core::arch::x86_64::*;
     let d = 16 * V;
     let base = crow[r0].to_i64() as usize;
@@ -661,11 +662,11 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(c
             prefetch_row(b, col, j + PREFETCH + 2, d, 0, d);
             let (d0, d1, d2, d3) = (dot(&ar, row(j)), dot(&ar, row(j + 1)), dot(&ar, row(j + 2)), dot(&ar, row(j + 3)));
             // SAFETY: entries j..j + 4 lie in this task's part of `out`.
-            unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr(), reduce4(d0, d1, d2, d3)) };
+            unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr() as *mut f32, reduce4(d0, d1, d2, d3)) };
             j += 4;
         }
         while j < e {
-            out[j - base] = _mm512_reduce_add_ps(dot(&ar, row(j)));
+            out[j - base].write(_mm512_reduce_add_ps(dot(&ar, row(j))));
             j += 1;
         }
         done += e - s;
@@ -677,15 +678,16 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(c
 pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize) -> Vec<T> {
     let m = crow.len() - 1;
     let nnz = col.len();
-    let mut out = vec![T::default(); nnz];
     if nnz == 0 || m == 0 {
-        return out;
+        return vec![T::default(); nnz];
     }
+    // Written once by the row kernels: no zeroing pass (a zeroed buffer faults every page).
+    let mut out: Vec<T> = Vec::with_capacity(nnz);
     let (a_al, b_al) = (aligned_copy(a, d, nnz), aligned_copy(b, d, nnz));
     let (a, b) = (a_al.as_ref().map_or(a, |x| x.get()), b_al.as_ref().map_or(b, |x| x.get()));
     let cuts = balanced_row_blocks(crow, rayon::current_num_threads() * 16);
     let mut parts = Vec::with_capacity(cuts.len());
-    let mut rest: &mut [T] = &mut out;
+    let mut rest = &mut out.spare_capacity_mut()[..nnz];
     for w in cuts.windows(2) {
         let len = (crow[w[1]].to_i64() - crow[w[0]].to_i64()) as usize;
         let (head, tail) = rest.split_at_mut(len);
@@ -694,7 +696,7 @@ pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T]
     }
     parts.into_par_iter().for_each(|(r0, part)| {
         #[cfg(target_arch = "x86_64")]
-        if let (Some(a32), Some(b32), Some(o32)) = (as_f32(a), as_f32(b), as_f32_mut(part)) {
+        if let (Some(a32), Some(b32), Some(o32)) = (as_f32(a), as_f32(b), as_f32_uninit(part)) {
             if std::arch::is_x86_feature_detected!("avx512f") {
                 // SAFETY: the CPU supports AVX-512F.
                 unsafe {
@@ -709,6 +711,8 @@ pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T]
         }
         sddmm_rows_dispatch(crow, col, a, b, d, r0, part)
     });
+    // SAFETY: the row blocks partition the entries and every entry is written once.
+    unsafe { out.set_len(nnz) };
     out
 }
 

@@ -124,7 +124,7 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(walk: 
             let v_at = |p: usize| _mm512_set1_ps(val[walk.perm.map_or(p, |q| q[p] as usize)]);
             let g_at = |p: usize| g[walk.idx[p].to_i64() as usize * n + t0..][..16 * V].as_ptr();
             // One entry: its G row into the accumulators, and its dot product with the X row.
-            let mut entry = |p: usize, acc: &mut [__m512; V]| -> __m512 {
+            let entry = |p: usize, acc: &mut [__m512; V]| -> __m512 {
                 prefetch_row(g, walk.idx, p + PREFETCH, n, t0, 16 * V);
                 // Through a permutation, the value read and the gradient written are random
                 // accesses too: fetch their lines ahead with the row of G.
