@@ -7,21 +7,35 @@
 //! and the `dX[c]` accumulators stay in registers across the column, and each `dX` row is
 //! written once by the task that owns it (no atomics). `out = Aᵀ · X` has the same structure
 //! on the pattern itself (row `r` of `A`: `dX[r] += v_j · G[c]`, `dv_j = X[r] · G[c]`).
+//!
+//! Walked through the transposed pattern, the values and their gradients sit in another order
+//! than the walk's. They are gathered into walk order before the pass and back after it, so the
+//! pass itself makes one random access per entry (its row of `G`): read and written in place
+//! through the permutation, each entry made three, and the 100k x 100k backward ran 40 % longer.
 
 use crate::algebra::IndexElem;
 use core::mem::MaybeUninit;
-use crate::spmm::{balanced_row_blocks, prefetch_row, Real, SendPtr, PREFETCH};
+use crate::spmm::{balanced_row_blocks, gather_into, prefetch_row, Real, Scratch, PREFETCH};
 use rayon::prelude::*;
 
 /// A compressed pattern walked by its compressed dimension: `ptr [len + 1]`, the other index of
-/// each entry, and where each entry's value sits in the values array (`None`: in place).
+/// each entry, and the walk's order of the values array when it is not storage order.
 pub struct Walk<'a, I, J> {
     /// Compressed pointers.
     pub ptr: &'a [I],
     /// The plain index of each entry.
     pub idx: &'a [J],
-    /// The values-array position of each entry, when the walk is a permutation of storage.
-    pub perm: Option<&'a [i64]>,
+    /// `None`: the walk visits the values in storage order.
+    pub order: Option<Order<'a>>,
+}
+
+/// A walk's order of the values array: a permutation and its inverse.
+#[derive(Clone, Copy)]
+pub struct Order<'a> {
+    /// The values-array position of each walk entry.
+    pub perm: &'a [i64],
+    /// The walk position of each value.
+    pub inv: &'a [i64],
 }
 
 /// `x` viewed as `[U]`.
@@ -35,14 +49,15 @@ unsafe fn cast<T, U>(x: &[T]) -> &[U] {
 /// Lanes of the partial dot products (one AVX-512 register of f32).
 const LANES: usize = 16;
 
-/// Segments `[s0, s1)` of the walk: `dx` rows for them (`[(s1 - s0) * n]`, each written once)
-/// and `dv` through `dv_out` at each entry's value position.
+/// Segments `[s0, s1)` of the walk `(ptr, idx)`, values `val` in walk order: `dx` rows for them
+/// (`[(s1 - s0) * n]`) and `dv` for their entries (from `ptr[s0]`), each written once.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv_out: &SendPtr<T>) {
+fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+    let base = ptr[s0].to_i64() as usize;
     let mut dots: Vec<T> = Vec::new();
     for s in s0..s0 + dx.len() / n.max(1) {
-        let (b, e) = (walk.ptr[s].to_i64() as usize, walk.ptr[s + 1].to_i64() as usize);
+        let (b, e) = (ptr[s].to_i64() as usize, ptr[s + 1].to_i64() as usize);
         dots.clear();
         dots.resize(e - b, T::default());
         let xr = &x[s * n..(s + 1) * n];
@@ -54,9 +69,9 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
             if w == TILE {
                 let xt: &[T; TILE] = xr[t0..t0 + TILE].try_into().expect("tile");
                 for p in b..e {
-                    prefetch_row(g, walk.idx, p + PREFETCH, n, t0, TILE);
-                    let gr: &[T; TILE] = g[walk.idx[p].to_i64() as usize * n + t0..][..TILE].try_into().expect("tile");
-                    let v = val[walk.perm.map_or(p, |q| q[p] as usize)];
+                    prefetch_row(g, idx, p + PREFETCH, n, t0, TILE);
+                    let gr: &[T; TILE] = g[idx[p].to_i64() as usize * n + t0..][..TILE].try_into().expect("tile");
+                    let v = val[p];
                     // Four independent lane accumulators for the dot product, as the SDDMM
                     // kernel: one would chain every multiply-add on the previous one's latency.
                     let mut lanes = [[T::default(); LANES]; 4];
@@ -79,8 +94,8 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
                 }
             } else {
                 for p in b..e {
-                    let gr = &g[walk.idx[p].to_i64() as usize * n + t0..][..w];
-                    let v = val[walk.perm.map_or(p, |q| q[p] as usize)];
+                    let gr = &g[idx[p].to_i64() as usize * n + t0..][..w];
+                    let v = val[p];
                     let mut dot = T::default();
                     for t in 0..w {
                         acc[t] = acc[t] + v * gr[t];
@@ -94,9 +109,8 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
             }
             t0 += w;
         }
-        for (p, &d) in (b..e).zip(&dots) {
-            // SAFETY: value positions are a permutation of 0..nnz: each is written once.
-            unsafe { dv_out.at(walk.perm.map_or(p, |q| q[p] as usize)).write(d) };
+        for (o, &d) in dv[b - base..e - base].iter_mut().zip(&dots) {
+            o.write(d);
         }
     }
 }
@@ -108,11 +122,12 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(walk: &Walk<'_, I, J>, val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], dv_out: &SendPtr<f32>) {
+unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &[I], idx: &[J], val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], dv: &mut [MaybeUninit<f32>]) {
     use core::arch::x86_64::*;
+    let base = ptr[s0].to_i64() as usize;
     let mut dots: Vec<f32> = Vec::new();
     for s in s0..s0 + dx.len() / n {
-        let (b, e) = (walk.ptr[s].to_i64() as usize, walk.ptr[s + 1].to_i64() as usize);
+        let (b, e) = (ptr[s].to_i64() as usize, ptr[s + 1].to_i64() as usize);
         dots.clear();
         dots.resize(e - b, 0.0);
         let mut t0 = 0;
@@ -121,20 +136,11 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(walk: 
             let xp = x[s * n + t0..].as_ptr();
             let xt: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(xp.add(16 * q)) });
             let mut acc = [_mm512_setzero_ps(); V];
-            let v_at = |p: usize| _mm512_set1_ps(val[walk.perm.map_or(p, |q| q[p] as usize)]);
-            let g_at = |p: usize| g[walk.idx[p].to_i64() as usize * n + t0..][..16 * V].as_ptr();
+            let v_at = |p: usize| _mm512_set1_ps(val[p]);
+            let g_at = |p: usize| g[idx[p].to_i64() as usize * n + t0..][..16 * V].as_ptr();
             // One entry: its G row into the accumulators, and its dot product with the X row.
             let entry = |p: usize, acc: &mut [__m512; V]| -> __m512 {
-                prefetch_row(g, walk.idx, p + PREFETCH, n, t0, 16 * V);
-                // Through a permutation, the value read and the gradient written are random
-                // accesses too: fetch their lines ahead with the row of G.
-                if let Some(&q) = walk.perm.and_then(|perm| perm.get(p + PREFETCH)) {
-                    let q = q as usize;
-                    if q < val.len() {
-                        _mm_prefetch::<_MM_HINT_T0>(val[q..].as_ptr() as *const i8);
-                        _mm_prefetch::<_MM_HINT_T0>(dv_out.at(q) as *const i8);
-                    }
-                }
+                prefetch_row(g, idx, p + PREFETCH, n, t0, 16 * V);
                 let (gp, v) = (g_at(p), v_at(p));
                 let mut d = [_mm512_setzero_ps(); 2];
                 for q in 0..V {
@@ -166,55 +172,71 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(walk: 
             }
             t0 += 16 * V;
         }
-        for (p, &d) in (b..e).zip(&dots) {
-            // SAFETY: value positions are a permutation of 0..nnz: each is written once.
-            unsafe { dv_out.at(walk.perm.map_or(p, |q| q[p] as usize)).write(d) };
+        for (o, &d) in dv[b - base..e - base].iter_mut().zip(&dots) {
+            o.write(d);
         }
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &SendPtr<T>) {
+fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
     #[cfg(target_arch = "x86_64")]
     if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n.is_multiple_of(64) && std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: T is f32 (same type, same layout); the CPU supports AVX-512F.
         let (val, g, x) = unsafe { (cast::<T, f32>(val), cast::<T, f32>(g), cast::<T, f32>(x)) };
         let dx = unsafe { core::slice::from_raw_parts_mut(dx.as_mut_ptr() as *mut MaybeUninit<f32>, dx.len()) };
-        let dv = SendPtr(dv.0 as *mut f32);
+        let dv = unsafe { core::slice::from_raw_parts_mut(dv.as_mut_ptr() as *mut MaybeUninit<f32>, dv.len()) };
         return unsafe {
             if n.is_multiple_of(128) {
-                segments_f32_avx512::<I, J, 8>(walk, val, g, x, n, s0, dx, &dv)
+                segments_f32_avx512::<I, J, 8>(ptr, idx, val, g, x, n, s0, dx, dv)
             } else {
-                segments_f32_avx512::<I, J, 4>(walk, val, g, x, n, s0, dx, &dv)
+                segments_f32_avx512::<I, J, 4>(ptr, idx, val, g, x, n, s0, dx, dv)
             }
         };
     }
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &SendPtr<T>) {
-            segments::<T, I, J, true, TILE>(walk, val, g, x, n, s0, dx, dv)
+        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+            segments::<T, I, J, true, TILE>(ptr, idx, val, g, x, n, s0, dx, dv)
         }
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &SendPtr<T>) {
-            segments::<T, I, J, true, 32>(walk, val, g, x, n, s0, dx, dv)
+        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+            segments::<T, I, J, true, 32>(ptr, idx, val, g, x, n, s0, dx, dv)
         }
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
             // SAFETY: the CPU supports the features the functions were compiled for.
             return unsafe {
                 if core::mem::size_of::<T>() == 4 && n.is_multiple_of(128) {
-                    avx512::<T, I, J, 128>(walk, val, g, x, n, s0, dx, dv)
+                    avx512::<T, I, J, 128>(ptr, idx, val, g, x, n, s0, dx, dv)
                 } else {
-                    avx512::<T, I, J, 64>(walk, val, g, x, n, s0, dx, dv)
+                    avx512::<T, I, J, 64>(ptr, idx, val, g, x, n, s0, dx, dv)
                 }
             };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: as above.
-            return unsafe { avx2::<T, I, J>(walk, val, g, x, n, s0, dx, dv) };
+            return unsafe { avx2::<T, I, J>(ptr, idx, val, g, x, n, s0, dx, dv) };
         }
     }
-    segments::<T, I, J, false, 32>(walk, val, g, x, n, s0, dx, dv)
+    segments::<T, I, J, false, 32>(ptr, idx, val, g, x, n, s0, dx, dv)
+}
+
+/// The pass over `(ptr, idx)` with values and their gradients `dv` in walk order, in parallel
+/// over blocks of segments with about equal entries.
+#[allow(clippy::too_many_arguments)]
+fn walk_in_order<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+    let cuts = balanced_row_blocks(ptr, rayon::current_num_threads() * 16);
+    let mut parts = Vec::with_capacity(cuts.len());
+    let (mut rest_x, mut rest_v) = (dx, dv);
+    for w in cuts.windows(2) {
+        let entries = (ptr[w[1]].to_i64() - ptr[w[0]].to_i64()) as usize;
+        let (hx, tx) = rest_x.split_at_mut((w[1] - w[0]) * n);
+        let (hv, tv) = rest_v.split_at_mut(entries);
+        parts.push((w[0], hx, hv));
+        (rest_x, rest_v) = (tx, tv);
+    }
+    parts.into_par_iter().for_each(|(s0, px, pv)| segments_dispatch(ptr, idx, val, g, x, n, s0, px, pv));
 }
 
 /// Both gradients of a product over `walk` (`len` segments), as one buffer: `dx [len, n]` then
@@ -230,17 +252,16 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
         return out;
     }
     let (dx, dv) = out.spare_capacity_mut()[..total].split_at_mut(len * n);
-    let dv = SendPtr(dv.as_mut_ptr() as *mut T);
-    let cuts = balanced_row_blocks(walk.ptr, rayon::current_num_threads() * 16);
-    let mut parts = Vec::with_capacity(cuts.len());
-    let mut rest = dx;
-    for w in cuts.windows(2) {
-        let (head, tail) = rest.split_at_mut((w[1] - w[0]) * n);
-        parts.push((w[0], head));
-        rest = tail;
+    match walk.order {
+        None => walk_in_order(walk.ptr, walk.idx, val, g, x, n, dx, dv),
+        Some(order) => {
+            let wval = Scratch::gathered(val, order.perm);
+            // SAFETY: the segments cover every entry of the walk; each gradient is written.
+            let wdv = unsafe { Scratch::filled(nnz, |wdv| walk_in_order(walk.ptr, walk.idx, wval.get(), g, x, n, dx, wdv)) };
+            gather_into(wdv.get(), order.inv, dv);
+        }
     }
-    parts.into_par_iter().for_each(|(s0, part)| segments_dispatch(walk, val, g, x, n, s0, part, &dv));
-    // SAFETY: the segments cover every `dx` row, and each entry's value position is written once.
+    // SAFETY: the segments cover every `dx` row and every entry's gradient.
     unsafe { out.set_len(total) };
     out
 }
@@ -261,12 +282,12 @@ mod tests {
             let g: Vec<f64> = (0..m * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
             let x: Vec<f64> = (0..k * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
             let csc = CscPattern::of(&crow, &col, k);
-            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, perm: Some(&csc.perm) };
+            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, order: Some(Order { perm: &csc.perm, inv: &csc.inv }) };
             let both = spmm_backward(&walk, &val, &g, &x, n);
             assert_eq!(both[..k * n], spmm_t(&crow, &col, &val, &g, n, k), "dx n={n}");
             assert_eq!(both[k * n..], sddmm(&crow, &col, &g, &x, n), "dv n={n}");
             // out = Aᵀ · X (X [m, n], G [k, n]): the walk over the pattern itself.
-            let walk = Walk { ptr: &crow, idx: &col, perm: None };
+            let walk = Walk { ptr: &crow, idx: &col, order: None };
             let gt: Vec<f64> = (0..k * n).map(|i| ((i * 5) % 9) as f64 - 4.0).collect();
             let xt: Vec<f64> = (0..m * n).map(|i| ((i * 3) % 8) as f64 - 3.5).collect();
             let both = spmm_backward(&walk, &val, &gt, &xt, n);
@@ -275,7 +296,7 @@ mod tests {
             // f32 takes the AVX-512 kernel where n is a multiple of 64 (integer data: exact).
             let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
             let (val32, g32, x32) = (f(&val), f(&g), f(&x));
-            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, perm: Some(&csc.perm) };
+            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, order: Some(Order { perm: &csc.perm, inv: &csc.inv }) };
             let both = spmm_backward(&walk, &val32, &g32, &x32, n);
             assert_eq!(both[..k * n], spmm_t(&crow, &col, &val32, &g32, n, k), "f32 dx n={n}");
             assert_eq!(both[k * n..], sddmm(&crow, &col, &g32, &x32, n), "f32 dv n={n}");
