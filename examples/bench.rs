@@ -35,9 +35,17 @@ impl Bench {
     }
 }
 
-/// Median wall time in ms of `reps` runs after one warm-up.
+/// Median wall time in ms of `reps` runs after a warm-up of at least one run and 50 ms.
+///
+/// On this 2-core VM an L2-bound product run right after a single-threaded phase (the `sprs`
+/// peer) stays about twice as slow for its first ten or so calls (10-20 ms: the idle core
+/// ramping up), so one warm-up call measured the ramp, not the kernel.
 fn time<R>(reps: usize, mut f: impl FnMut() -> R) -> f64 {
+    let warm = Instant::now();
     std::hint::black_box(f());
+    while warm.elapsed().as_secs_f64() < 0.05 {
+        std::hint::black_box(f());
+    }
     let mut ts: Vec<f64> = (0..reps)
         .map(|_| {
             let t = Instant::now();

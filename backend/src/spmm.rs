@@ -615,14 +615,10 @@ pub fn spmm_t_with<T: Real>(csc: &CscPattern, val: &[T], g: &[T], n: usize) -> V
 /// The CSC view of a CSR pattern.
 #[derive(Debug)]
 pub struct CscPattern {
-    /// Column pointers `[k + 1]`.
-    pub ccol: Vec<i64>,
-    /// Row of each entry in column order.
-    pub row: Vec<i64>,
-    /// CSR position of each entry in column order.
-    pub perm: Vec<i64>,
-    /// Column-order position of each CSR entry (the inverse of `perm`).
-    pub inv: Vec<i64>,
+    ccol: Vec<i64>,
+    row: Vec<i64>,
+    perm: Vec<i64>,
+    inv: Vec<i64>,
 }
 
 impl CscPattern {
@@ -634,6 +630,27 @@ impl CscPattern {
             inv[j as usize] = p as i64;
         }
         Self { ccol, row, perm, inv }
+    }
+
+    /// Column pointers `[k + 1]`.
+    pub fn ccol(&self) -> &[i64] {
+        &self.ccol
+    }
+
+    /// Row of each entry in column order.
+    pub fn row(&self) -> &[i64] {
+        &self.row
+    }
+
+    /// CSR position of each entry in column order: a permutation of `0..nnz` (the fields are
+    /// private, so kernels may write through it in parallel).
+    pub fn perm(&self) -> &[i64] {
+        &self.perm
+    }
+
+    /// Column-order position of each CSR entry (the inverse of `perm`).
+    pub fn inv(&self) -> &[i64] {
+        &self.inv
     }
 }
 
@@ -933,7 +950,7 @@ impl SpmmKernels for Flex {
     }
 
     fn csr_spmm_backward(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, x: FlexTensor, transpose: bool, k: usize) -> FlexTensor {
-        use crate::spmm_backward::{spmm_backward, Order, Walk};
+        use crate::spmm_backward::{spmm_backward, Walk};
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
         let len = x.shape()[0];
@@ -943,12 +960,12 @@ impl SpmmKernels for Flex {
             with_real(
                 [values, g, x],
                 total,
-                |[v, g, x]| match_ints!(cs, c => match_ints!(ps, p => spmm_backward(&Walk { ptr: c, idx: p, order: None }, v, g, x, n))),
-                |[v, g, x]| match_ints!(cs, c => match_ints!(ps, p => spmm_backward(&Walk { ptr: c, idx: p, order: None }, v, g, x, n))),
+                |[v, g, x]| match_ints!(cs, c => match_ints!(ps, p => spmm_backward(&Walk::InOrder { ptr: c, idx: p }, v, g, x, n))),
+                |[v, g, x]| match_ints!(cs, c => match_ints!(ps, p => spmm_backward(&Walk::InOrder { ptr: c, idx: p }, v, g, x, n))),
             )
         } else {
             let csc = cached_transpose(&crow, &col, k);
-            let walk = Walk { ptr: &csc.ccol[..], idx: &csc.row[..], order: Some(Order { perm: &csc.perm, inv: &csc.inv }) };
+            let walk: Walk<'_, i64, i64> = Walk::Transposed(&csc);
             with_real([values, g, x], total, |[v, g, x]| spmm_backward(&walk, v, g, x, n), |[v, g, x]| spmm_backward(&walk, v, g, x, n))
         }
     }

@@ -9,33 +9,38 @@
 //! on the pattern itself (row `r` of `A`: `dX[r] += v_j · G[c]`, `dv_j = X[r] · G[c]`).
 //!
 //! Walked through the transposed pattern, the values and their gradients sit in another order
-//! than the walk's. They are gathered into walk order before the pass and back after it, so the
-//! pass itself makes one random access per entry (its row of `G`): read and written in place
-//! through the permutation, each entry made three, and the 100k x 100k backward ran 40 % longer.
+//! than the walk's. Where the gathered rows of `G` stay in cache, the pass's only misses are the
+//! permuted value reads and gradient writes, and they overlap best in separate passes: the
+//! values are gathered into walk order before and the gradients back after (the 4096 x 128
+//! backward at 10 % took 35 % less). Where the rows of `G` miss anyway (100k x 64), the permuted
+//! accesses hide under those misses, and separate passes only add traffic: the pass reads and
+//! writes through the permutation itself (10 % faster there).
 
 use crate::algebra::IndexElem;
 use core::mem::MaybeUninit;
-use crate::spmm::{balanced_row_blocks, gather_into, prefetch_row, Real, Scratch, PREFETCH};
+use crate::spmm::{balanced_row_blocks, gather_into, prefetch_row, CscPattern, Real, Scratch, SendPtr, PREFETCH};
 use rayon::prelude::*;
 
-/// A compressed pattern walked by its compressed dimension: `ptr [len + 1]`, the other index of
-/// each entry, and the walk's order of the values array when it is not storage order.
-pub struct Walk<'a, I, J> {
-    /// Compressed pointers.
-    pub ptr: &'a [I],
-    /// The plain index of each entry.
-    pub idx: &'a [J],
-    /// `None`: the walk visits the values in storage order.
-    pub order: Option<Order<'a>>,
+/// A compressed pattern walked by its compressed dimension.
+pub enum Walk<'a, I, J> {
+    /// `ptr [len + 1]` and the other index of each entry; values in storage order.
+    InOrder {
+        /// Compressed pointers.
+        ptr: &'a [I],
+        /// The plain index of each entry.
+        idx: &'a [J],
+    },
+    /// The CSC view of a CSR pattern; values in CSR (storage) order.
+    Transposed(&'a CscPattern),
 }
 
-/// A walk's order of the values array: a permutation and its inverse.
-#[derive(Clone, Copy)]
-pub struct Order<'a> {
-    /// The values-array position of each walk entry.
-    pub perm: &'a [i64],
-    /// The walk position of each value.
-    pub inv: &'a [i64],
+/// Where a pass writes each entry's value gradient.
+enum Sink<'a, T> {
+    /// In walk order: the gradients of this block's entries, from its first.
+    Block(&'a mut [MaybeUninit<T>]),
+    /// In storage order, at `perm[p]`: a [`CscPattern`]'s permutation of the entries, so tasks
+    /// write disjoint places.
+    Permuted(&'a [i64], &'a SendPtr<T>),
 }
 
 /// `x` viewed as `[U]`.
@@ -122,9 +127,14 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &[I], idx: &[J], val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], dv: &mut [MaybeUninit<f32>]) {
+unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &[I], idx: &[J], val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], mut sink: Sink<'_, f32>) {
     use core::arch::x86_64::*;
     let base = ptr[s0].to_i64() as usize;
+    // Values and gradients through the permutation, or in walk order.
+    let perm = match sink {
+        Sink::Permuted(perm, _) => Some(perm),
+        Sink::Block(_) => None,
+    };
     let mut dots: Vec<f32> = Vec::new();
     for s in s0..s0 + dx.len() / n {
         let (b, e) = (ptr[s].to_i64() as usize, ptr[s + 1].to_i64() as usize);
@@ -136,11 +146,17 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
             let xp = x[s * n + t0..].as_ptr();
             let xt: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(xp.add(16 * q)) });
             let mut acc = [_mm512_setzero_ps(); V];
-            let v_at = |p: usize| _mm512_set1_ps(val[p]);
+            let v_at = |p: usize| _mm512_set1_ps(val[perm.map_or(p, |q| q[p] as usize)]);
             let g_at = |p: usize| g[idx[p].to_i64() as usize * n + t0..][..16 * V].as_ptr();
             // One entry: its G row into the accumulators, and its dot product with the X row.
             let entry = |p: usize, acc: &mut [__m512; V]| -> __m512 {
                 prefetch_row(g, idx, p + PREFETCH, n, t0, 16 * V);
+                // Through the permutation, the value read and the gradient written are random
+                // accesses too: fetch their lines ahead with the row of G.
+                if let (Some(&q), Sink::Permuted(_, out)) = (perm.and_then(|q| q.get(p + PREFETCH)), &sink) {
+                    _mm_prefetch::<_MM_HINT_T0>(val.as_ptr().wrapping_add(q as usize) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(out.0.wrapping_add(q as usize) as *const i8);
+                }
                 let (gp, v) = (g_at(p), v_at(p));
                 let mut d = [_mm512_setzero_ps(); 2];
                 for q in 0..V {
@@ -172,27 +188,43 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
             }
             t0 += 16 * V;
         }
-        for (o, &d) in dv[b - base..e - base].iter_mut().zip(&dots) {
-            o.write(d);
+        match &mut sink {
+            Sink::Block(dv) => {
+                for (o, &d) in dv[b - base..e - base].iter_mut().zip(&dots) {
+                    o.write(d);
+                }
+            }
+            Sink::Permuted(perm, out) => {
+                for (p, &d) in (b..e).zip(&dots) {
+                    let q = perm[p] as usize;
+                    // SAFETY: a `CscPattern`'s permutation of the entries, whose count the
+                    // caller checked against the output's: each place is written once.
+                    unsafe { out.at(q).write(d) };
+                }
+            }
         }
     }
+}
+
+/// Whether [`segments_f32_avx512`] runs a pass of width `n` over `T`.
+fn avx512_f32<T: 'static>(n: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n > 0 && n.is_multiple_of(64) {
+        return std::arch::is_x86_feature_detected!("avx512f");
+    }
+    let _ = n;
+    false
 }
 
 #[allow(clippy::too_many_arguments)]
 fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
     #[cfg(target_arch = "x86_64")]
-    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n.is_multiple_of(64) && std::arch::is_x86_feature_detected!("avx512f") {
+    if avx512_f32::<T>(n) {
         // SAFETY: T is f32 (same type, same layout); the CPU supports AVX-512F.
         let (val, g, x) = unsafe { (cast::<T, f32>(val), cast::<T, f32>(g), cast::<T, f32>(x)) };
         let dx = unsafe { core::slice::from_raw_parts_mut(dx.as_mut_ptr() as *mut MaybeUninit<f32>, dx.len()) };
         let dv = unsafe { core::slice::from_raw_parts_mut(dv.as_mut_ptr() as *mut MaybeUninit<f32>, dv.len()) };
-        return unsafe {
-            if n.is_multiple_of(128) {
-                segments_f32_avx512::<I, J, 8>(ptr, idx, val, g, x, n, s0, dx, dv)
-            } else {
-                segments_f32_avx512::<I, J, 4>(ptr, idx, val, g, x, n, s0, dx, dv)
-            }
-        };
+        return unsafe { segments_f32_avx512_width(ptr, idx, val, g, x, n, s0, dx, Sink::Block(dv)) };
     }
     #[cfg(target_arch = "x86_64")]
     {
@@ -222,6 +254,45 @@ fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], 
     segments::<T, I, J, false, 32>(ptr, idx, val, g, x, n, s0, dx, dv)
 }
 
+/// [`segments_f32_avx512`] with `V` for `n` (eight registers where `n` is a multiple of 128).
+///
+/// # Safety
+/// The CPU supports AVX-512F and `n` is a multiple of 64.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn segments_f32_avx512_width<I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], sink: Sink<'_, f32>) {
+    unsafe {
+        if n.is_multiple_of(128) {
+            segments_f32_avx512::<I, J, 8>(ptr, idx, val, g, x, n, s0, dx, sink)
+        } else {
+            segments_f32_avx512::<I, J, 4>(ptr, idx, val, g, x, n, s0, dx, sink)
+        }
+    }
+}
+
+/// The pass over a CSC view with the values read and their gradients written through its
+/// permutation (f32, AVX-512), in parallel over blocks of columns: `dv` in storage order.
+#[cfg(target_arch = "x86_64")]
+fn walk_permuted(csc: &CscPattern, val: &[f32], g: &[f32], x: &[f32], n: usize, dx: &mut [MaybeUninit<f32>], dv: &mut [MaybeUninit<f32>]) {
+    let ptr = csc.ccol();
+    let cuts = balanced_row_blocks(ptr, rayon::current_num_threads() * 16);
+    let mut parts = Vec::with_capacity(cuts.len());
+    let mut rest = dx;
+    for w in cuts.windows(2) {
+        let (head, tail) = rest.split_at_mut((w[1] - w[0]) * n);
+        parts.push((w[0], head));
+        rest = tail;
+    }
+    let out = SendPtr(dv.as_mut_ptr() as *mut f32);
+    // SAFETY: the caller runs this on AVX-512 CPUs with `n` a multiple of 64; the permutation
+    // covers `dv` (checked by the caller).
+    parts.into_par_iter().for_each(|(s0, px)| unsafe { segments_f32_avx512_width(ptr, csc.row(), val, g, x, n, s0, px, Sink::Permuted(csc.perm(), &out)) });
+}
+
+/// Bytes of gathered rows from which they miss the cache anyway (the two cores' L2 here), so a
+/// pass through a permutation reads and writes through it in place.
+const PERMUTE_IN_PASS_FROM: usize = 4 << 20;
+
 /// The pass over `(ptr, idx)` with values and their gradients `dv` in walk order, in parallel
 /// over blocks of segments with about equal entries.
 #[allow(clippy::too_many_arguments)]
@@ -242,9 +313,16 @@ fn walk_in_order<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val:
 /// Both gradients of a product over `walk` (`len` segments), as one buffer: `dx [len, n]` then
 /// `dv [nnz]` in values order; from the output gradient rows `g` (indexed by the walk's plain
 /// index) and the operand rows `x [len, n]`. Every element is written once.
+///
+/// # Panics
+/// If `val` is not one value per entry, or `x` not `[len, n]`.
 pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize) -> Vec<T> {
-    let len = walk.ptr.len() - 1;
-    let nnz = walk.idx.len();
+    let (len, nnz) = match walk {
+        Walk::InOrder { ptr, idx } => (ptr.len() - 1, idx.len()),
+        Walk::Transposed(csc) => (csc.ccol().len() - 1, csc.row().len()),
+    };
+    assert_eq!(val.len(), nnz, "one value per stored entry");
+    assert_eq!(x.len(), len * n, "x is [len, n]");
     let total = len * n + nnz;
     let mut out: Vec<T> = Vec::with_capacity(total);
     if n == 0 {
@@ -252,13 +330,24 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
         return out;
     }
     let (dx, dv) = out.spare_capacity_mut()[..total].split_at_mut(len * n);
-    match walk.order {
-        None => walk_in_order(walk.ptr, walk.idx, val, g, x, n, dx, dv),
-        Some(order) => {
-            let wval = Scratch::gathered(val, order.perm);
+    match walk {
+        Walk::InOrder { ptr, idx } => walk_in_order(ptr, idx, val, g, x, n, dx, dv),
+        Walk::Transposed(csc) => {
+            #[cfg(target_arch = "x86_64")]
+            if avx512_f32::<T>(n) && core::mem::size_of_val(g) >= PERMUTE_IN_PASS_FROM {
+                // SAFETY: T is f32 (same type, same layout).
+                let (val, g, x) = unsafe { (cast::<T, f32>(val), cast::<T, f32>(g), cast::<T, f32>(x)) };
+                let dx = unsafe { core::slice::from_raw_parts_mut(dx.as_mut_ptr() as *mut MaybeUninit<f32>, dx.len()) };
+                let dv = unsafe { core::slice::from_raw_parts_mut(dv.as_mut_ptr() as *mut MaybeUninit<f32>, dv.len()) };
+                walk_permuted(csc, val, g, x, n, dx, dv);
+                // SAFETY: the blocks cover every `dx` row, and the permutation every gradient.
+                unsafe { out.set_len(total) };
+                return out;
+            }
+            let wval = Scratch::gathered(val, csc.perm());
             // SAFETY: the segments cover every entry of the walk; each gradient is written.
-            let wdv = unsafe { Scratch::filled(nnz, |wdv| walk_in_order(walk.ptr, walk.idx, wval.get(), g, x, n, dx, wdv)) };
-            gather_into(wdv.get(), order.inv, dv);
+            let wdv = unsafe { Scratch::filled(nnz, |wdv| walk_in_order(csc.ccol(), csc.row(), wval.get(), g, x, n, dx, wdv)) };
+            gather_into(wdv.get(), csc.inv(), dv);
         }
     }
     // SAFETY: the segments cover every `dx` row and every entry's gradient.
@@ -282,12 +371,12 @@ mod tests {
             let g: Vec<f64> = (0..m * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
             let x: Vec<f64> = (0..k * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
             let csc = CscPattern::of(&crow, &col, k);
-            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, order: Some(Order { perm: &csc.perm, inv: &csc.inv }) };
+            let walk: Walk<'_, i64, i64> = Walk::Transposed(&csc);
             let both = spmm_backward(&walk, &val, &g, &x, n);
             assert_eq!(both[..k * n], spmm_t(&crow, &col, &val, &g, n, k), "dx n={n}");
             assert_eq!(both[k * n..], sddmm(&crow, &col, &g, &x, n), "dv n={n}");
             // out = Aᵀ · X (X [m, n], G [k, n]): the walk over the pattern itself.
-            let walk = Walk { ptr: &crow, idx: &col, order: None };
+            let walk = Walk::InOrder { ptr: &crow, idx: &col };
             let gt: Vec<f64> = (0..k * n).map(|i| ((i * 5) % 9) as f64 - 4.0).collect();
             let xt: Vec<f64> = (0..m * n).map(|i| ((i * 3) % 8) as f64 - 3.5).collect();
             let both = spmm_backward(&walk, &val, &gt, &xt, n);
@@ -296,10 +385,32 @@ mod tests {
             // f32 takes the AVX-512 kernel where n is a multiple of 64 (integer data: exact).
             let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
             let (val32, g32, x32) = (f(&val), f(&g), f(&x));
-            let walk = Walk { ptr: &csc.ccol, idx: &csc.row, order: Some(Order { perm: &csc.perm, inv: &csc.inv }) };
+            let walk: Walk<'_, i64, i64> = Walk::Transposed(&csc);
             let both = spmm_backward(&walk, &val32, &g32, &x32, n);
             assert_eq!(both[..k * n], spmm_t(&crow, &col, &val32, &g32, n, k), "f32 dx n={n}");
             assert_eq!(both[k * n..], sddmm(&crow, &col, &g32, &x32, n), "f32 dv n={n}");
         }
+    }
+
+    /// A gradient of over 4 MB takes the pass that reads values and writes gradients through the
+    /// permutation in place (f32 on AVX-512); the same sums as the separate kernels.
+    #[test]
+    fn permuting_pass_matches_separate_kernels() {
+        let (m, k, n) = (17_000, 300, 64);
+        assert!(m * n * 4 >= PERMUTE_IN_PASS_FROM);
+        let mut crow = vec![0i64];
+        let mut col = Vec::new();
+        for r in 0..m {
+            // 0 to 4 entries per row, columns spread so every column holds entries of many rows.
+            col.extend((0..r % 5).map(|j| ((r * 7 + j * 61) % k) as i64));
+            crow.push(col.len() as i64);
+        }
+        let val: Vec<f32> = (0..col.len()).map(|j| ((j * 7) % 5) as f32 - 2.0).collect();
+        let g: Vec<f32> = (0..m * n).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
+        let x: Vec<f32> = (0..k * n).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+        let csc = CscPattern::of(&crow, &col, k);
+        let both = spmm_backward(&Walk::<i64, i64>::Transposed(&csc), &val, &g, &x, n);
+        assert_eq!(both[..k * n], spmm_t(&crow, &col, &val, &g, n, k));
+        assert_eq!(both[k * n..], sddmm(&crow, &col, &g, &x, n));
     }
 }

@@ -49,7 +49,7 @@ impl Segments {
             with_csr!(&p.indices, |c, _q| segment_softmax(x, 1, c, None::<&[i64]>, self.log))
         } else {
             let csc = p.csc();
-            segment_softmax(x, 1, &csc.ccol, Some(csc.perm.as_slice()), self.log)
+            segment_softmax(x, 1, csc.ccol(), Some(csc.perm()), self.log)
         }
     }
 
@@ -59,7 +59,7 @@ impl Segments {
             with_csr!(&p.indices, |c, _q| segment_softmax_backward(y, g, 1, c, None::<&[i64]>, self.log))
         } else {
             let csc = p.csc();
-            segment_softmax_backward(y, g, 1, &csc.ccol, Some(csc.perm.as_slice()), self.log)
+            segment_softmax_backward(y, g, 1, csc.ccol(), Some(csc.perm()), self.log)
         }
     }
 }
