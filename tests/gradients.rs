@@ -3,65 +3,17 @@
 //! value's position, computed here from the raw index arrays, independently of the library's
 //! conversions; `gradcheck` passes for every conversion and fails for a wrong gradient.
 
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+mod common_ops;
+
+use burn::tensor::{DType, Tensor, TensorData};
+use common_ops::{ad, assert_near, check_sparse_grad, f64s, flat, floats, index_on, ints, numel, Rng};
 use proptest::prelude::*;
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 
-/// A splitmix stream: the data of a case follows from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// A value in ±[0.5, 2): far enough from zero that a perturbation never changes the pattern.
-    fn value(&mut self) -> f64 {
-        let v = 0.5 + 1.5 * (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        if self.next() & 1 == 0 { v } else { -v }
-    }
-}
-
-fn ad() -> Device {
-    Device::flex().autodiff()
-}
-
-fn numel(s: &[usize]) -> usize {
-    s.iter().product()
-}
-
-fn f64s<const D: usize>(data: Vec<f64>, shape: [usize; D]) -> Tensor<D> {
-    Tensor::from_data(TensorData::new(data, shape), (&ad(), DType::F64))
-}
-
-fn floats<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    t.into_data().iter::<f64>().collect()
-}
-
-fn ints<const D: usize>(t: Tensor<D, Int>) -> Vec<i64> {
-    t.into_data().iter::<i64>().collect()
-}
-
-fn index_tensor(data: Vec<i64>, shape: [usize; 2], dtype: DType) -> Tensor<2, Int> {
-    let data = match dtype {
-        DType::I32 => TensorData::new(data.into_iter().map(|v| v as i32).collect::<Vec<_>>(), shape),
-        _ => TensorData::new(data, shape),
-    };
-    Tensor::from_data(data, (&ad(), dtype))
-}
-
+/// The gradients agree to f64 precision.
 fn assert_close(actual: &[f64], expected: &[f64], what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: length");
-    for (k, (a, e)) in actual.iter().zip(expected).enumerate() {
-        assert!((a - e).abs() <= 1e-12 * (1.0 + e.abs()), "{what}: element {k}: {a} != {e}\n{actual:?}\n{expected:?}");
-    }
+    assert_near(actual, expected, 1e-12, what);
 }
 
 /// For every element of `values_flat()`, the linear position in `to_dense()` where it lands,
@@ -116,10 +68,6 @@ fn value_grad<const D: usize>(s: &SparseTensor<D>, w: &Tensor<D>, f: impl Fn(Spa
 /// `W` gathered at each stored value's position in `s` (the dense reference gradient).
 fn gathered<const D: usize>(s: &SparseTensor<D>, w: &[f64]) -> Vec<f64> {
     positions(s).into_iter().map(|p| w[p]).collect()
-}
-
-fn weights(n: usize, rng: &mut Rng) -> Vec<f64> {
-    (0..n).map(|_| rng.value()).collect()
 }
 
 /// Host data of a random sparse tensor `[*batch, rows, cols, *dense]` on the autodiff device:
@@ -184,20 +132,20 @@ fn case(batch: &[usize], block: [usize; 2], mblocks: [usize; 2], dense_dims: &[u
 impl Case {
     fn coo<const D: usize>(&self, dtype: DType) -> SparseTensor<D> {
         let (sd, n) = (self.batch + 2, self.coo_tuples.len());
-        let idx = (0..sd).flat_map(|d| self.coo_tuples.iter().map(move |t| t[d])).collect();
+        let idx: Vec<i64> = (0..sd).flat_map(|d| self.coo_tuples.iter().map(move |t| t[d])).collect();
         let vals = self.coo_values.concat();
         let ds = &self.shape[sd..];
         let shape: [usize; D] = self.shape.clone().try_into().unwrap();
-        let idx = index_tensor(idx, [sd, n], dtype);
+        let idx = index_on(&idx, [sd, n], dtype, &ad());
         match ds.len() {
-            0 => SparseTensor::coo(idx, f64s(vals, [n]), shape),
-            1 => SparseTensor::coo(idx, f64s(vals, [n, ds[0]]), shape),
-            _ => SparseTensor::coo(idx, f64s(vals, [n, ds[0], ds[1]]), shape),
+            0 => SparseTensor::coo(idx, f64s(&vals, [n]), shape),
+            1 => SparseTensor::coo(idx, f64s(&vals, [n, ds[0]]), shape),
+            _ => SparseTensor::coo(idx, f64s(&vals, [n, ds[0], ds[1]]), shape),
         }
         .unwrap()
     }
     fn dense<const D: usize>(&self) -> Tensor<D> {
-        f64s(self.dense.clone(), self.shape.clone().try_into().unwrap())
+        f64s(&self.dense, self.shape.clone().try_into().unwrap())
     }
     fn targets(&self) -> [(Layout, Option<[usize; 2]>); 5] {
         [(Layout::Coo, None), (Layout::Csr, None), (Layout::Csc, None), (Layout::Bsr, Some(self.block)), (Layout::Bsc, Some(self.block))]
@@ -208,8 +156,8 @@ impl Case {
 /// through every conversion of every layout.
 fn conversions<const D: usize>(c: &Case, dtype: DType, seed: u64) {
     let dense_dim = D - c.batch - 2;
-    let w = weights(numel(&c.shape), &mut Rng(seed ^ 1));
-    let wt: Tensor<D> = f64s(w.clone(), c.shape.clone().try_into().unwrap());
+    let w = Rng(seed ^ 1).values(numel(&c.shape));
+    let wt: Tensor<D> = f64s(&w, c.shape.clone().try_into().unwrap());
     let coo = c.coo::<D>(dtype);
     let expected = gathered(&coo, &w);
     assert_close(&value_grad(&coo, &wt, |x| x), &expected, "COO to_dense (duplicates)");
@@ -234,8 +182,8 @@ fn conversions<const D: usize>(c: &Case, dtype: DType, seed: u64) {
 fn dense_roundtrip<const D: usize>(c: &Case, dtype: DType, seed: u64) {
     let dense_dim = D - c.batch - 2;
     let item = numel(&c.shape[D - dense_dim..]);
-    let w = weights(numel(&c.shape), &mut Rng(seed ^ 2));
-    let wt: Tensor<D> = f64s(w.clone(), c.shape.clone().try_into().unwrap());
+    let w = Rng(seed ^ 2).values(numel(&c.shape));
+    let wt: Tensor<D> = f64s(&w, c.shape.clone().try_into().unwrap());
     for (l, bs) in c.targets() {
         let x = c.dense::<D>().require_grad();
         let spec = SparseSpec { layout: l, dense_dim, blocksize: bs, index_dtype: dtype };
@@ -260,7 +208,7 @@ fn transposes<const D: usize>(c: &Case, dtype: DType, seed: u64) {
     let b = c.batch;
     let mut shape_t: [usize; D] = c.shape.clone().try_into().unwrap();
     shape_t.swap(b, b + 1);
-    let wt: Tensor<D> = f64s(weights(numel(&c.shape), &mut Rng(seed ^ 3)), shape_t);
+    let wt: Tensor<D> = f64s(&Rng(seed ^ 3).values(numel(&c.shape)), shape_t);
     let w_back = floats(wt.clone().swap_dims(b, b + 1));
     let mut sources = vec![c.coo::<D>(dtype)];
     for (l, bs) in c.targets().into_iter().skip(1) {
@@ -324,7 +272,7 @@ fn dense_dim_transpose_gradient() {
     // Two dense dims swapped: values [nse, 2, 3] -> [nse, 3, 2].
     let c = case(&[], [1, 1], [2, 3], &[2, 3], 0.5, 7);
     let s = c.coo::<4>(DType::I64);
-    let wt = f64s(weights(3 * 2 * 3 * 2, &mut Rng(9)), [2, 3, 3, 2]);
+    let wt = f64s(&Rng(9).values(3 * 2 * 3 * 2), [2, 3, 3, 2]);
     let expected = gathered(&s, &floats(wt.clone().swap_dims(2, 3)));
     assert_close(&value_grad(&s, &wt, |x| x.transpose(2, 3)), &expected, "dense-dim transpose");
 }
@@ -332,18 +280,9 @@ fn dense_dim_transpose_gradient() {
 // ---------------------------------------------------------------------------------------------
 // gradcheck: central differences agree with autodiff for every conversion, and catch a wrong one.
 
-fn flat<const D: usize>(t: Tensor<D>) -> Tensor<1> {
-    let n = t.shape().num_elements();
-    t.reshape([n])
-}
-
 /// Checks `x -> to_dense(f(x with values v))` for a template `s`.
 fn check_values<const D: usize>(s: &SparseTensor<D>, name: &str, f: impl Fn(SparseTensor<D>) -> SparseTensor<D>) {
-    let dims = s.values_flat().dims();
-    let input = GradInput::sparse(name, s);
-    let report = gradcheck(|v| flat(f(s.with_values(v[0].clone().reshape(dims))).to_dense()), &[input], GradcheckOptions::default());
-    let report = report.unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(report.checked, numel(&dims), "{name}: every stored value is checked");
+    check_sparse_grad(s, name, GradcheckOptions::default(), |x| f(x).to_dense());
 }
 
 #[test]
@@ -383,7 +322,7 @@ fn gradcheck_passes_for_dense_to_every_layout() {
     // x * mask keeps the pattern fixed under perturbation: masked elements stay zero.
     let c = case(&[], [2, 2], [2, 2], &[2], 0.5, 17);
     let mask: Vec<f64> = c.dense.iter().map(|&v| if v != 0.0 { 1.0 } else { 0.0 }).collect();
-    let x = f64s(c.dense.iter().map(|v| v + 0.25).collect(), [4, 4, 2]);
+    let x = f64s(&c.dense.iter().map(|v| v + 0.25).collect::<Vec<_>>(), [4, 4, 2]);
     let input = GradInput::dense("x", &x);
     for (l, bs) in c.targets() {
         let spec = SparseSpec { layout: l, dense_dim: 1, blocksize: bs, index_dtype: DType::I64 };
@@ -408,7 +347,7 @@ fn gradcheck_fails_for_a_wrong_gradient() {
     assert_eq!((err.worst.input.as_str(), err.failures, err.checked), ("values", n, n));
     assert_eq!(err.worst.analytic, 0.0);
     // Two inputs, only the second one wrong: the report names it.
-    let bias = GradInput::dense("bias", &f64s(vec![0.5; 9], [9]));
+    let bias = GradInput::dense("bias", &f64s(&[0.5; 9], [9]));
     let f = |v: &[Tensor<1>]| flat(coo.with_values(v[0].clone().reshape([n, 1])).coalesce().to_dense()) + v[1].clone().detach() * 2.0;
     let err = gradcheck(f, &[input, bias], GradcheckOptions::default()).unwrap_err();
     assert_eq!((err.worst.input.as_str(), err.failures, err.checked), ("bias", 9, n + 9));
@@ -429,12 +368,12 @@ fn empty_and_zero_row_tensors_on_the_autodiff_device() {
 
     // Zero rows: dense -> every layout -> dense, with a gradient of the right (empty) shape.
     for (l, bs) in [(Layout::Coo, None), (Layout::Csr, None), (Layout::Csc, None), (Layout::Bsr, Some([1, 3])), (Layout::Bsc, Some([2, 1]))] {
-        let x = f64s(vec![], [0, 3]).require_grad();
+        let x = f64s(&[], [0, 3]).require_grad();
         let s = x.clone().to_sparse_with(SparseSpec { layout: l, dense_dim: 0, blocksize: bs, index_dtype: DType::I32 }).unwrap();
         assert_eq!((s.nnz(), s.shape()), (0, [0, 3]));
         let d = s.to_dense();
         assert_eq!(d.dims(), [0, 3], "{l}");
-        let grads = (d * f64s(vec![], [0, 3])).sum().backward();
+        let grads = (d * f64s(&[], [0, 3])).sum().backward();
         if let Some(g) = x.grad(&grads) {
             assert_eq!(g.dims(), [0, 3], "{l}");
         }

@@ -5,44 +5,12 @@
 //! 1,000,000 x 1,000,000 matrix (a dense gradient would need terabytes) and the error paths.
 //! Gradient checks are in `matmul_grad.rs`.
 
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+mod common_ops;
+
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use common_ops::{assert_near, batched, dev, floats, index_on, ints, matrix, split_entries, Kind, Rng};
 use sparsegrad::prelude::*;
 use sparsegrad::sparse::{self as sp};
-
-/// A splitmix stream: the data of a case follows from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A value in ±[0.5, 2): never zero, so the pattern of a matrix is the set of its non-zeros.
-    fn value(&mut self) -> f64 {
-        let v = 0.5 + 1.5 * self.unit();
-        if self.next() & 1 == 0 {
-            v
-        } else {
-            -v
-        }
-    }
-    fn values(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.value()).collect()
-    }
-}
-
-fn dev() -> Device {
-    Device::flex()
-}
 
 /// A dense tensor of `dtype` from host f64 data.
 fn tensor<const D: usize>(data: &[f64], shape: [usize; D], dtype: DType) -> Tensor<D> {
@@ -55,51 +23,12 @@ fn tensor<const D: usize>(data: &[f64], shape: [usize; D], dtype: DType) -> Tens
     t
 }
 
-fn ints<const D: usize>(data: &[i64], shape: [usize; D], dtype: DType) -> Tensor<D, Int> {
-    ints_on(data, shape, dtype, &dev())
-}
-
-fn ints_on<const D: usize>(data: &[i64], shape: [usize; D], dtype: DType, device: &Device) -> Tensor<D, Int> {
-    let data = match dtype {
-        DType::I32 => TensorData::new(data.iter().map(|&v| v as i32).collect::<Vec<_>>(), shape),
-        _ => TensorData::new(data.to_vec(), shape),
-    };
-    Tensor::from_data(data, (device, dtype))
-}
-
-fn host<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    t.into_data().iter::<f64>().collect()
-}
-
-fn host_int<const D: usize>(t: Tensor<D, Int>) -> Vec<i64> {
-    t.into_data().iter::<i64>().collect()
-}
-
 fn tol(dtype: DType) -> f64 {
     if dtype == DType::F64 {
         1e-10
     } else {
         1e-4
     }
-}
-
-fn assert_close(actual: &[f64], expected: &[f64], tol: f64, what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: length");
-    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
-        assert!((a - e).abs() <= tol * (1.0 + e.abs()), "{what}: element {i}: {a} != {e}");
-    }
-}
-
-/// How a sparse operand is stored.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Coo,
-    /// Uncoalesced COO: every entry split into 1..=3 duplicates, shuffled.
-    CooDup,
-    Csr,
-    Csc,
-    Bsr([usize; 2]),
-    Bsc([usize; 2]),
 }
 
 impl Kind {
@@ -118,65 +47,19 @@ const KINDS: [Kind; 6] = [Kind::Coo, Kind::CooDup, Kind::Csr, Kind::Csc, Kind::B
 const DTYPES: [(DType, DType); 4] = [(DType::F32, DType::I32), (DType::F32, DType::I64), (DType::F64, DType::I32), (DType::F64, DType::I64)];
 
 /// A sparse tensor of `kind` holding the dense host matrix `data` (shape `[rows, cols]` or
-/// `[batch, rows, cols]`).
+/// `[batch, rows, cols]`); as `CooDup` every entry is split into 1..=3 duplicates, shuffled.
 fn sparse<const D: usize>(data: &[f64], shape: [usize; D], kind: Kind, vd: DType, id: DType, rng: &mut Rng) -> SparseTensor<D> {
-    let (layout, blocksize) = match kind {
-        Kind::Coo | Kind::CooDup => (Layout::Coo, None),
-        Kind::Csr => (Layout::Csr, None),
-        Kind::Csc => (Layout::Csc, None),
-        Kind::Bsr(b) => (Layout::Bsr, Some(b)),
-        Kind::Bsc(b) => (Layout::Bsc, Some(b)),
-    };
+    let (layout, blocksize) = kind.layout();
     if kind != Kind::CooDup {
         let s = tensor(data, shape, vd).to_sparse_with(SparseSpec { layout, dense_dim: 0, blocksize, index_dtype: id }).unwrap();
         assert_eq!((s.layout(), s.index_dtype(), s.dtype()), (layout, id, vd));
         return s;
     }
-    let (mut tuples, mut vals) = (vec![], vec![]);
-    for (lin, &v) in data.iter().enumerate() {
-        if v == 0.0 {
-            continue;
-        }
-        let mut t = vec![0i64; D];
-        let mut rest = lin;
-        for d in (0..D).rev() {
-            t[d] = (rest % shape[d]) as i64;
-            rest /= shape[d];
-        }
-        let mut left = v;
-        for _ in 0..rng.below(3) {
-            let part = rng.value();
-            left -= part;
-            tuples.push(t.clone());
-            vals.push(part);
-        }
-        tuples.push(t);
-        vals.push(left);
-    }
-    for i in (1..tuples.len()).rev() {
-        let j = rng.below(i + 1);
-        tuples.swap(i, j);
-        vals.swap(i, j);
-    }
-    let n = tuples.len();
-    let idx: Vec<i64> = (0..D).flat_map(|d| tuples.iter().map(move |t| t[d])).collect();
-    let s = SparseTensor::coo(ints(&idx, [D, n], id), tensor(&vals, [n], vd), shape).unwrap();
+    let (idx, vals) = split_entries(data, shape, |rng| rng.below(3), rng);
+    let n = vals.len();
+    let s = SparseTensor::coo(index_on(&idx, [D, n], id, &dev()), tensor(&vals, [n], vd), shape).unwrap();
     assert!(n < 2 || !s.is_coalesced() || data.iter().filter(|&&v| v != 0.0).count() == n);
     s
-}
-
-/// A `rows x cols` matrix with about `density` of its entries non-zero, rows `empty_rows` and
-/// columns `empty_cols` all zero.
-fn matrix(rows: usize, cols: usize, density: f64, empty_rows: &[usize], empty_cols: &[usize], rng: &mut Rng) -> Vec<f64> {
-    let mut a = vec![0.0; rows * cols];
-    for r in 0..rows {
-        for c in 0..cols {
-            if rng.unit() < density && !empty_rows.contains(&r) && !empty_cols.contains(&c) {
-                a[r * cols + c] = rng.value();
-            }
-        }
-    }
-    a
 }
 
 /// The stored positions of `kind` for the host matrix: non-zeros, or whole blocks holding one.
@@ -227,40 +110,40 @@ fn sparse_dense_products_match_dense_matmul() {
                     let reference = ad.clone().matmul(x.clone());
                     let y = sp::mm(&a, x.clone());
                     assert_eq!((y.dims(), y.dtype()), ([m, n], vd));
-                    assert_close(&host(y), &host(reference.clone()), t, &what("mm", n));
-                    assert_close(&host(sp::try_mm(&a, x.clone()).unwrap()), &host(reference.clone()), t, &what("try_mm", n));
+                    assert_near(&floats(y), &floats(reference.clone()), t, &what("mm", n));
+                    assert_near(&floats(sp::try_mm(&a, x.clone()).unwrap()), &floats(reference.clone()), t, &what("try_mm", n));
 
                     // dense @ sparse: x [n, m] @ a [m, k].
                     let xl = tensor(&rng.values(n * m), [n, m], vd);
                     let z = sp::mm_dense_sparse(xl.clone(), &a);
                     assert_eq!(z.dims(), [n, k]);
-                    assert_close(&host(z), &host(xl.clone().matmul(ad.clone())), t, &what("mm_dense_sparse", n));
-                    assert_close(&host(sp::try_mm_dense_sparse(xl.clone(), &a).unwrap()), &host(xl.matmul(ad.clone())), t, &what("try_mm_dense_sparse", n));
+                    assert_near(&floats(z), &floats(xl.clone().matmul(ad.clone())), t, &what("mm_dense_sparse", n));
+                    assert_near(&floats(sp::try_mm_dense_sparse(xl.clone(), &a).unwrap()), &floats(xl.matmul(ad.clone())), t, &what("try_mm_dense_sparse", n));
 
                     // addmm: beta * input + alpha * a @ x.
                     let input = tensor(&rng.values(m * n), [m, n], vd);
                     let got = sp::addmm(input.clone(), &a, x.clone(), 0.5, -1.5);
-                    assert_close(&host(got), &host(input * 0.5 + reference.clone() * -1.5), t, &what("addmm", n));
+                    assert_near(&floats(got), &floats(input * 0.5 + reference.clone() * -1.5), t, &what("addmm", n));
 
                     // hspmm: rows of a with stored entries, each a dense row of the product.
                     let h = sp::hspmm(&a, x.clone());
                     let rows = stored_rows(&pat, k);
                     assert_eq!((h.layout(), h.shape(), h.sparse_dim(), h.dense_dim()), (Layout::Coo, [m, n], 1, 1), "{}", what("hspmm", n));
-                    assert_eq!(host_int(h.indices_raw().unwrap()), rows, "{}", what("hspmm rows", n));
+                    assert_eq!(ints(h.indices_raw().unwrap()), rows, "{}", what("hspmm rows", n));
                     assert_eq!(h.values_flat().dims(), [rows.len(), n]);
-                    let rref = host(reference.clone());
+                    let rref = floats(reference.clone());
                     let expected_vals: Vec<f64> = rows.iter().flat_map(|&r| rref[r as usize * n..(r as usize + 1) * n].to_vec()).collect();
-                    assert_close(&host(h.values_flat()), &expected_vals, t, &what("hspmm values", n));
-                    assert_close(&host(h.to_dense()), &rref, t, &what("hspmm to_dense", n));
-                    assert_close(&host(sp::try_hspmm(&a, x.clone()).unwrap().to_dense()), &rref, t, &what("try_hspmm", n));
+                    assert_near(&floats(h.values_flat()), &expected_vals, t, &what("hspmm values", n));
+                    assert_near(&floats(h.to_dense()), &rref, t, &what("hspmm to_dense", n));
+                    assert_near(&floats(sp::try_hspmm(&a, x.clone()).unwrap().to_dense()), &rref, t, &what("try_hspmm", n));
 
                     // smm (torch: sspaddmm(empty, a, x, 0, 1)): every column of the rows of a
                     // with stored entries, a structural pattern (BSR's stored zeros included).
                     let s = sp::smm(&a, x.clone());
                     assert_eq!((s.layout(), s.shape(), s.nnz(), s.index_dtype()), (Layout::Coo, [m, n], rows.len() * n, id), "{}", what("smm", n));
                     assert!(s.is_coalesced());
-                    assert_close(&host(s.to_dense()), &rref, t, &what("smm", n));
-                    assert_close(&host(sp::try_smm(&a, x.clone()).unwrap().to_dense()), &rref, t, &what("try_smm", n));
+                    assert_near(&floats(s.to_dense()), &rref, t, &what("smm", n));
+                    assert_near(&floats(sp::try_smm(&a, x.clone()).unwrap().to_dense()), &rref, t, &what("try_smm", n));
                     count += 1;
                 }
                 // mv: a @ v for a vector v.
@@ -268,7 +151,7 @@ fn sparse_dense_products_match_dense_matmul() {
                 let got = sp::mv(&a, v.clone());
                 assert_eq!(got.dims(), [m]);
                 let expected = ad.clone().matmul(v.reshape([k, 1]));
-                assert_close(&host(got), &host(expected), t, &format!("mv {kind:?} {which} {vd:?}/{id:?}"));
+                assert_near(&floats(got), &floats(expected), t, &format!("mv {kind:?} {which} {vd:?}/{id:?}"));
             }
         }
     }
@@ -290,9 +173,9 @@ fn larger_random_products_match_dense_matmul() {
             let ad = tensor(&data, [m, k], vd);
             for n in [3, 70] {
                 let x = tensor(&rng.values(k * n), [k, n], vd);
-                assert_close(&host(sp::mm(&a, x.clone())), &host(ad.clone().matmul(x)), tol(vd), &format!("mm {kind:?} {vd:?} n={n}"));
+                assert_near(&floats(sp::mm(&a, x.clone())), &floats(ad.clone().matmul(x)), tol(vd), &format!("mm {kind:?} {vd:?} n={n}"));
                 let xl = tensor(&rng.values(n * m), [n, m], vd);
-                assert_close(&host(sp::mm_dense_sparse(xl.clone(), &a)), &host(xl.matmul(ad.clone())), tol(vd), &format!("mm_dense_sparse {kind:?} {vd:?} n={n}"));
+                assert_near(&floats(sp::mm_dense_sparse(xl.clone(), &a)), &floats(xl.matmul(ad.clone())), tol(vd), &format!("mm_dense_sparse {kind:?} {vd:?} n={n}"));
             }
         }
     }
@@ -318,7 +201,7 @@ fn sparse_sparse_product_matches_dense_matmul() {
                     assert_eq!((c.layout(), c.shape(), c.index_dtype(), c.dtype()), (Layout::Coo, [m, n], id, vd), "{what}");
                     assert!(c.is_coalesced(), "{what}");
                     let reference = tensor(&ad, [m, k], vd).matmul(tensor(&bd, [k, n], vd));
-                    assert_close(&host(c.to_dense()), &host(reference), tol(vd), &what);
+                    assert_near(&floats(c.to_dense()), &floats(reference), tol(vd), &what);
                     // Structural result: (i, j) is stored when some stored a[i, p] meets a stored b[p, j].
                     let (pa, pb) = (pattern(&ad, [m, k], ka), pattern(&bd, [k, n], kb));
                     let structural = (0..m * n).filter(|&ij| (0..k).any(|p| pa[ij / n * k + p] && pb[p * n + ij % n])).count();
@@ -349,7 +232,7 @@ fn sspaddmm_matches_dense() {
                     assert_eq!((s.layout(), s.shape(), s.dense_dim()), (Layout::Coo, [m, n], 0), "{what}");
                     assert!(s.is_coalesced(), "{what}");
                     let expected = tensor(&input_data, [m, n], vd) * 0.75 + tensor(&md, [m, k], vd).matmul(x.clone()) * 2.0;
-                    assert_close(&host(s.to_dense()), &host(expected), tol(vd), &what);
+                    assert_near(&floats(s.to_dense()), &floats(expected), tol(vd), &what);
                     // Stored: input's entries and every column of the rows where mat1 has entries.
                     let rows = stored_rows(&pattern(&md, [m, k], kind), k);
                     let pin = pattern(&input_data, [m, n], in_kind);
@@ -382,39 +265,17 @@ fn sampled_addmm_matches_the_masked_dense_product() {
                     let input = sparse(&idata, [m, n], kind, vd, id, &mut rng);
                     let (a, b) = (tensor(&rng.values(m * kdim), [m, kdim], vd), tensor(&rng.values(kdim * n), [kdim, n], vd));
                     let pat = pattern(&idata, [m, n], kind);
-                    let product = host(a.clone().matmul(b.clone()));
+                    let product = floats(a.clone().matmul(b.clone()));
                     let what = format!("sampled_addmm {kind:?} {which} {vd:?}/{id:?} k={kdim}");
                     let s = sp::sampled_addmm(&input, a.clone(), b.clone(), -0.5, 1.25);
                     assert_eq!((s.layout(), s.shape(), s.nnz(), s.dtype()), (Layout::Csr, [m, n], pat.iter().filter(|&&p| p).count(), vd), "{what}");
-                    assert_close(&host(s.to_dense()), &masked(&pat, &idata, &product, -0.5, 1.25), tol(vd), &what);
+                    assert_near(&floats(s.to_dense()), &masked(&pat, &idata, &product, -0.5, 1.25), tol(vd), &what);
                     let t = sp::try_sampled_addmm(&input, a, b, 0.0, 1.0).unwrap();
-                    assert_close(&host(t.to_dense()), &masked(&pat, &idata, &product, 0.0, 1.0), tol(vd), &what);
+                    assert_near(&floats(t.to_dense()), &masked(&pat, &idata, &product, 0.0, 1.0), tol(vd), &what);
                 }
             }
         }
     }
-}
-
-/// `[batch, rows, cols]` with `per_batch` full `block`s in every batch entry (equal counts, as
-/// batched compressed tensors need), none in block row `skip.1` of batch entry `skip.0`.
-fn batched(batch: usize, rows: usize, cols: usize, block: [usize; 2], per_batch: usize, skip: (usize, usize), rng: &mut Rng) -> Vec<f64> {
-    let (gr, gc) = (rows / block[0], cols / block[1]);
-    let mut data = vec![0.0; batch * rows * cols];
-    for b in 0..batch {
-        let mut cells: Vec<usize> = (0..gr * gc).filter(|&g| !(b == skip.0 && g / gc == skip.1)).collect();
-        for i in 0..per_batch {
-            let j = i + rng.below(cells.len() - i);
-            cells.swap(i, j);
-        }
-        for &g in &cells[..per_batch] {
-            for i in 0..block[0] {
-                for j in 0..block[1] {
-                    data[(b * rows + g / gc * block[0] + i) * cols + g % gc * block[1] + j] = rng.value();
-                }
-            }
-        }
-    }
-    data
 }
 
 const BATCH_KINDS: [Kind; 6] = [Kind::Coo, Kind::CooDup, Kind::Csr, Kind::Csc, Kind::Bsr([1, 2]), Kind::Bsc([1, 2])];
@@ -432,11 +293,11 @@ fn batched_sampled_addmm_matches_the_masked_dense_product() {
                     let a = tensor(&rng.values(bt * m * kdim), [bt, m, kdim], vd);
                     let b = tensor(&rng.values(bt * kdim * n), [bt, kdim, n], vd);
                     let pat: Vec<bool> = idata.iter().map(|&v| v != 0.0).collect();
-                    let product = host(a.clone().matmul(b.clone()));
+                    let product = floats(a.clone().matmul(b.clone()));
                     let what = format!("batched sampled_addmm {kind:?} nse={} {vd:?}/{id:?} k={kdim}", per_batch * 2);
                     let s = sp::sampled_addmm(&input, a, b, 1.5, -0.25);
                     assert_eq!((s.layout(), s.shape(), s.batch_dim(), s.nnz()), (Layout::Csr, [bt, m, n], 1, per_batch * 2), "{what}");
-                    assert_close(&host(s.to_dense()), &masked(&pat, &idata, &product, 1.5, -0.25), tol(vd), &what);
+                    assert_near(&floats(s.to_dense()), &masked(&pat, &idata, &product, 1.5, -0.25), tol(vd), &what);
                 }
             }
         }
@@ -460,9 +321,9 @@ fn bmm_matches_batched_dense_matmul() {
                     let y = sp::bmm(&a, x.clone());
                     assert_eq!(y.dims(), [bt, m, n]);
                     let what = format!("bmm {kind:?} nse={} {vd:?}/{id:?} n={n}", per_batch * 2);
-                    let reference = host(tensor(&data, [bt, m, k], vd).matmul(x.clone()));
-                    assert_close(&host(y), &reference, tol(vd), &what);
-                    assert_close(&host(sp::try_bmm(&a, x).unwrap()), &reference, tol(vd), &what);
+                    let reference = floats(tensor(&data, [bt, m, k], vd).matmul(x.clone()));
+                    assert_near(&floats(y), &reference, tol(vd), &what);
+                    assert_near(&floats(sp::try_bmm(&a, x).unwrap()), &reference, tol(vd), &what);
                 }
             }
         }
@@ -495,14 +356,14 @@ fn mm_backward_on_a_million_by_million_matrix() {
         crow[r + 1] += crow[r];
     }
     let vt = Tensor::<1>::from_data(TensorData::new(vals.clone(), [nnz]), (&device, DType::F64));
-    let csr = SparseTensor::csr(ints_on(&crow, [size + 1], DType::I32, &device), ints_on(&cols, [nnz], DType::I32, &device), vt, [size, size]).unwrap();
+    let csr = SparseTensor::csr(index_on(&crow, [size + 1], DType::I32, &device), index_on(&cols, [nnz], DType::I32, &device), vt, [size, size]).unwrap();
     let mut idx = rows.clone();
     idx.extend(&cols);
     // The COO entries in reverse order: unsorted, as users build them.
     let rev: Vec<i64> = idx[..nnz].iter().rev().chain(idx[nnz..].iter().rev()).copied().collect();
     let rev_vals: Vec<f64> = vals.iter().rev().copied().collect();
     let coo = SparseTensor::coo(
-        ints_on(&rev, [2, nnz], DType::I64, &device),
+        index_on(&rev, [2, nnz], DType::I64, &device),
         Tensor::<1>::from_data(TensorData::new(rev_vals, [nnz]), (&device, DType::F64)),
         [size, size],
     )
@@ -515,7 +376,7 @@ fn mm_backward_on_a_million_by_million_matrix() {
         let y = sp::mm(&a, x.clone());
         assert_eq!(y.dims(), [size, 2]);
         let grads = (y * w).sum().backward();
-        let dv = host(a.values_flat().grad(&grads).expect("values gradient"));
+        let dv = floats(a.values_flat().grad(&grads).expect("values gradient"));
         assert_eq!(dv.len(), nnz, "{name}: one gradient per stored entry");
         // SDDMM: dv_j = W[row j] · X[col j].
         for (j, &(r, c)) in entries.iter().enumerate() {
@@ -524,13 +385,13 @@ fn mm_backward_on_a_million_by_million_matrix() {
             assert!((got - expected).abs() < 1e-12 * (1.0 + expected.abs()), "{name}: dv[{j}] {got} != {expected}");
         }
         // dX = Aᵀ W: non-zero only in the rows named by the columns of A.
-        let dx = host(x.grad(&grads).expect("X gradient"));
+        let dx = floats(x.grad(&grads).expect("X gradient"));
         let mut expected = vec![0.0; size * 2];
         for (j, &(r, c)) in entries.iter().enumerate() {
             expected[2 * c] += vals[j] * ws[2 * r];
             expected[2 * c + 1] += vals[j] * ws[2 * r + 1];
         }
-        assert_close(&dx, &expected, 1e-12, &format!("{name}: dX"));
+        assert_near(&dx, &expected, 1e-12, &format!("{name}: dX"));
         let elapsed = start.elapsed();
         assert!(elapsed.as_secs_f64() < 10.0, "{name}: {elapsed:?}");
     }
@@ -562,7 +423,7 @@ fn assert_invalid<T: std::fmt::Debug>(r: Result<T, SparseError>, operation: &str
 /// A hybrid COO `[rows, cols]`: 1 sparse dim (rows), the columns dense.
 fn hybrid(rows: usize, cols: usize) -> SparseTensor<2> {
     let values = tensor(&vec![1.0; 2 * cols], [2, cols], DType::F32);
-    let s = SparseTensor::coo(ints(&[0, 2], [1, 2], DType::I64), values, [rows, cols]).unwrap();
+    let s = SparseTensor::coo(index_on(&[0, 2], [1, 2], DType::I64, &dev()), values, [rows, cols]).unwrap();
     assert_eq!((s.sparse_dim(), s.dense_dim()), (1, 1));
     s
 }
@@ -675,7 +536,7 @@ fn hybrid_operands_are_rejected() {
     assert_invalid(sp::try_sampled_addmm(&hybrid(4, 3), zeros([4, 2]), zeros([2, 3]), 1.0, 1.0), "sampled_addmm", "sampled_addmm");
     // 3-D: COO [B, m, k] with the last dim dense, and a CSR [m, k, d] with a dense dim.
     let values = tensor(&[1.0; 6], [2, 3], DType::F32);
-    let h3 = SparseTensor::coo(ints(&[0, 1, 1, 0], [2, 2], DType::I64), values, [2, 2, 3]).unwrap();
+    let h3 = SparseTensor::coo(index_on(&[0, 1, 1, 0], [2, 2], DType::I64, &dev()), values, [2, 2, 3]).unwrap();
     assert_eq!(h3.dense_dim(), 1);
     assert_invalid(sp::try_bmm(&h3, zeros([2, 3, 2])), "bmm", "bmm coo");
     let hc = tensor(&[1.0, 0.0, 2.0, 3.0, 0.0, 0.0, 4.0, 5.0, 0.0, 0.0, 0.0, 6.0], [2, 3, 2], DType::F32)
@@ -697,13 +558,13 @@ fn half_precision_products_accumulate_in_f32() {
             let what = format!("{kind:?} {dtype:?}");
             let y = sp::mm(&a, tensor(&vec![1.0; len], [len, 1], dtype));
             assert_eq!(y.dtype(), dtype, "{what}");
-            assert_eq!(host(y), vec![len as f64], "{what}: mm");
+            assert_eq!(floats(y), vec![len as f64], "{what}: mm");
             // dense @ sparse runs the transposed kernel: x [1, len] @ aᵀ [len, 1].
             let at = sparse(&vec![1.0; len], [len, 1], kind, dtype, DType::I32, &mut rng);
-            assert_eq!(host(sp::mm_dense_sparse(tensor(&vec![1.0; len], [1, len], dtype), &at)), vec![len as f64], "{what}: mm_dense_sparse");
+            assert_eq!(floats(sp::mm_dense_sparse(tensor(&vec![1.0; len], [1, len], dtype), &at)), vec![len as f64], "{what}: mm_dense_sparse");
             let pattern = sparse(&[1.0], [1, 1], kind, dtype, DType::I32, &mut rng);
             let s = sp::sampled_addmm(&pattern, tensor(&vec![1.0; len], [1, len], dtype), tensor(&vec![1.0; len], [len, 1], dtype), 0.0, 1.0);
-            assert_eq!(host(s.to_dense()), vec![len as f64], "{what}: sampled_addmm");
+            assert_eq!(floats(s.to_dense()), vec![len as f64], "{what}: sampled_addmm");
         }
     }
 }

@@ -4,87 +4,17 @@
 //! dense operands, including empty rows, uncoalesced COO, empty operands and batches; and the
 //! closed form of `mm`'s gradients (SDDMM over the pattern for the values, `Aᵀ W` for `X`).
 
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+mod common_ops;
+
+use burn::tensor::DType;
+use common_ops::{ad, assert_near, batched, f64s, flat, floats, gradcheck_all, index_on, ints, matrix, rebuild, split_entries, Kind, Rng};
+use sparsegrad::gradcheck::GradInput;
 use sparsegrad::prelude::*;
 use sparsegrad::sparse::{self as sp};
 
-/// A splitmix stream: the data of a case follows from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A value in ±[0.5, 2).
-    fn value(&mut self) -> f64 {
-        let v = 0.5 + 1.5 * self.unit();
-        if self.next() & 1 == 0 {
-            v
-        } else {
-            -v
-        }
-    }
-    fn values(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.value()).collect()
-    }
-}
-
-fn ad() -> Device {
-    Device::flex().autodiff()
-}
-
-fn f64s<const D: usize>(data: &[f64], shape: [usize; D]) -> Tensor<D> {
-    Tensor::from_data(TensorData::new(data.to_vec(), shape), (&ad(), DType::F64))
-}
-
-fn ints<const D: usize>(data: &[i64], shape: [usize; D], dtype: DType) -> Tensor<D, Int> {
-    let data = match dtype {
-        DType::I32 => TensorData::new(data.iter().map(|&v| v as i32).collect::<Vec<_>>(), shape),
-        _ => TensorData::new(data.to_vec(), shape),
-    };
-    Tensor::from_data(data, (&ad(), dtype))
-}
-
-fn host<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    t.into_data().iter::<f64>().collect()
-}
-
-fn host_int<const D: usize>(t: Tensor<D, Int>) -> Vec<i64> {
-    t.into_data().iter::<i64>().collect()
-}
-
-fn flat<const D: usize>(t: Tensor<D>) -> Tensor<1> {
-    let n = t.shape().num_elements();
-    t.reshape([n])
-}
-
+/// The closed-form gradients agree to f64 precision.
 fn assert_close(actual: &[f64], expected: &[f64], what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: length");
-    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
-        assert!((a - e).abs() <= 1e-10 * (1.0 + e.abs()), "{what}: element {i}: {a} != {e}");
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Coo,
-    /// Uncoalesced COO: every entry split into 1..=3 duplicates, shuffled.
-    CooDup,
-    Csr,
-    Csc,
-    Bsr([usize; 2]),
-    Bsc([usize; 2]),
+    assert_near(actual, expected, 1e-10, what);
 }
 
 impl Kind {
@@ -108,94 +38,18 @@ fn index_dtype(i: usize) -> DType {
     }
 }
 
-/// A sparse f64 tensor of `kind` on the autodiff device holding the host matrix `data`.
+/// A sparse f64 tensor of `kind` on the autodiff device holding the host matrix `data`; as
+/// `CooDup` every entry is split into 2..=3 duplicates, shuffled.
 fn sparse<const D: usize>(data: &[f64], shape: [usize; D], kind: Kind, id: DType, rng: &mut Rng) -> SparseTensor<D> {
-    let (layout, blocksize) = match kind {
-        Kind::Coo | Kind::CooDup => (Layout::Coo, None),
-        Kind::Csr => (Layout::Csr, None),
-        Kind::Csc => (Layout::Csc, None),
-        Kind::Bsr(b) => (Layout::Bsr, Some(b)),
-        Kind::Bsc(b) => (Layout::Bsc, Some(b)),
-    };
+    let (layout, blocksize) = kind.layout();
     if kind != Kind::CooDup {
         return f64s(data, shape).to_sparse_with(SparseSpec { layout, dense_dim: 0, blocksize, index_dtype: id }).unwrap();
     }
-    let (mut tuples, mut vals) = (vec![], vec![]);
-    for (lin, &v) in data.iter().enumerate() {
-        if v == 0.0 {
-            continue;
-        }
-        let mut t = vec![0i64; D];
-        let mut rest = lin;
-        for d in (0..D).rev() {
-            t[d] = (rest % shape[d]) as i64;
-            rest /= shape[d];
-        }
-        let mut left = v;
-        for _ in 0..1 + rng.below(2) {
-            let part = rng.value();
-            left -= part;
-            tuples.push(t.clone());
-            vals.push(part);
-        }
-        tuples.push(t);
-        vals.push(left);
-    }
-    for i in (1..tuples.len()).rev() {
-        let j = rng.below(i + 1);
-        tuples.swap(i, j);
-        vals.swap(i, j);
-    }
-    let n = tuples.len();
-    let idx: Vec<i64> = (0..D).flat_map(|d| tuples.iter().map(move |t| t[d])).collect();
-    let s = SparseTensor::coo(ints(&idx, [D, n], id), f64s(&vals, [n]), shape).unwrap();
+    let (idx, vals) = split_entries(data, shape, |rng| 1 + rng.below(2), rng);
+    let n = vals.len();
+    let s = SparseTensor::coo(index_on(&idx, [D, n], id, &ad()), f64s(&vals, [n]), shape).unwrap();
     assert!(n == 0 || !s.is_coalesced());
     s
-}
-
-fn matrix(rows: usize, cols: usize, density: f64, empty_rows: &[usize], empty_cols: &[usize], rng: &mut Rng) -> Vec<f64> {
-    let mut a = vec![0.0; rows * cols];
-    for r in 0..rows {
-        for c in 0..cols {
-            if rng.unit() < density && !empty_rows.contains(&r) && !empty_cols.contains(&c) {
-                a[r * cols + c] = rng.value();
-            }
-        }
-    }
-    a
-}
-
-/// `[batch, rows, cols]` with `per_batch` full `block`s in every batch entry, none in block row
-/// `skip.1` of batch entry `skip.0`.
-fn batched(batch: usize, rows: usize, cols: usize, block: [usize; 2], per_batch: usize, skip: (usize, usize), rng: &mut Rng) -> Vec<f64> {
-    let (gr, gc) = (rows / block[0], cols / block[1]);
-    let mut data = vec![0.0; batch * rows * cols];
-    for b in 0..batch {
-        let mut cells: Vec<usize> = (0..gr * gc).filter(|&g| !(b == skip.0 && g / gc == skip.1)).collect();
-        for i in 0..per_batch {
-            let j = i + rng.below(cells.len() - i);
-            cells.swap(i, j);
-        }
-        for &g in &cells[..per_batch] {
-            for i in 0..block[0] {
-                for j in 0..block[1] {
-                    data[(b * rows + g / gc * block[0] + i) * cols + g % gc * block[1] + j] = rng.value();
-                }
-            }
-        }
-    }
-    data
-}
-
-/// `s` with its values replaced by the flat leaf `v`.
-fn with<const D: usize>(s: &SparseTensor<D>, v: &Tensor<1>) -> SparseTensor<D> {
-    s.with_values(v.clone().reshape(s.values_flat().dims()))
-}
-
-/// Runs gradcheck and asserts that every input element was checked.
-fn check(name: &str, f: impl Fn(&[Tensor<1>]) -> Tensor<1>, inputs: &[GradInput]) {
-    let report = gradcheck(f, inputs, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(report.checked, inputs.iter().map(|i| i.values.len()).sum::<usize>(), "{name}");
 }
 
 /// The main `[4, 6]` test matrix (row 1 and column 2 empty) and the all-empty one.
@@ -211,11 +65,11 @@ fn operands(rng: &mut Rng) -> [(&'static str, Vec<f64>); 2] {
 fn positions(s: &SparseTensor<2>) -> Vec<(usize, usize)> {
     match s.compressed_indices_flat() {
         None => {
-            let (idx, n) = (host_int(s.indices_raw().unwrap()), s.nnz());
+            let (idx, n) = (ints(s.indices_raw().unwrap()), s.nnz());
             (0..n).map(|j| (idx[j] as usize, idx[n + j] as usize)).collect()
         }
         Some((c, p)) => {
-            let (c, p) = (host_int(c), host_int(p));
+            let (c, p) = (ints(c), ints(p));
             let [br, bc] = s.blocksize().unwrap_or([1, 1]);
             let mut out = vec![];
             for (j, &plain) in p.iter().enumerate() {
@@ -245,12 +99,12 @@ fn mm_gradients_are_sddmm_on_the_pattern_and_a_transpose_product() {
             let grads = (sp::mm(&a, x.clone()) * f64s(&ws, [m, n])).sum().backward();
             // d/dvalues = (W Xᵀ)[row, col] at each stored value, duplicates included.
             let expected: Vec<f64> = positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ws[r * n + t] * xs[c * n + t]).sum()).collect();
-            let dv = a.values_flat().grad(&grads).map(host).unwrap_or_default();
+            let dv = a.values_flat().grad(&grads).map(floats).unwrap_or_default();
             assert_close(&dv, &expected, &format!("{what}: d/dvalues"));
             // d/dX = Aᵀ W.
             let dense_a = f64s(&data, [m, k]);
-            let expected_dx = host(dense_a.clone().transpose().matmul(f64s(&ws, [m, n])));
-            assert_close(&host(x.grad(&grads).expect("X gradient")), &expected_dx, &format!("{what}: d/dX"));
+            let expected_dx = floats(dense_a.clone().transpose().matmul(f64s(&ws, [m, n])));
+            assert_close(&floats(x.grad(&grads).expect("X gradient")), &expected_dx, &format!("{what}: d/dX"));
 
             // dense @ sparse: Z = Xl A, d/dA = (Xlᵀ W2) gathered, d/dXl = W2 Aᵀ.
             let a = a.detach().require_grad();
@@ -258,10 +112,10 @@ fn mm_gradients_are_sddmm_on_the_pattern_and_a_transpose_product() {
             let xl = f64s(&ls, [n, m]).require_grad();
             let grads = (sp::mm_dense_sparse(xl.clone(), &a) * f64s(&w2, [n, k])).sum().backward();
             let expected: Vec<f64> = positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ls[t * m + r] * w2[t * k + c]).sum()).collect();
-            let dv = a.values_flat().grad(&grads).map(host).unwrap_or_default();
+            let dv = a.values_flat().grad(&grads).map(floats).unwrap_or_default();
             assert_close(&dv, &expected, &format!("{what}: dense@sparse d/dvalues"));
-            let expected_dx = host(f64s(&w2, [n, k]).matmul(dense_a.transpose()));
-            assert_close(&host(xl.grad(&grads).expect("Xl gradient")), &expected_dx, &format!("{what}: dense@sparse d/dXl"));
+            let expected_dx = floats(f64s(&w2, [n, k]).matmul(dense_a.transpose()));
+            assert_close(&floats(xl.grad(&grads).expect("Xl gradient")), &expected_dx, &format!("{what}: dense@sparse d/dXl"));
         }
     }
 }
@@ -278,9 +132,9 @@ fn gradcheck_mm_sparse_dense_and_dense_sparse() {
             let a = sparse(&data, [m, k], kind, index_dtype(i), &mut rng);
             let name = format!("{kind:?} {which}");
             let x = f64s(&rng.values(k * n), [k, n]);
-            check(&format!("mm {name}"), |v| flat(sp::mm(&with(&a, &v[0]), v[1].clone().reshape([k, n]))), &[GradInput::sparse("values", &a), GradInput::dense("x", &x)]);
+            gradcheck_all(&format!("mm {name}"), |v| flat(sp::mm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n]))), &[GradInput::sparse("values", &a), GradInput::dense("x", &x)]);
             let xl = f64s(&rng.values(n * m), [n, m]);
-            check(&format!("mm_dense_sparse {name}"), |v| flat(sp::mm_dense_sparse(v[0].clone().reshape([n, m]), &with(&a, &v[1]))), &[GradInput::dense("x", &xl), GradInput::sparse("values", &a)]);
+            gradcheck_all(&format!("mm_dense_sparse {name}"), |v| flat(sp::mm_dense_sparse(v[0].clone().reshape([n, m]), &rebuild(&a, &v[1]))), &[GradInput::dense("x", &xl), GradInput::sparse("values", &a)]);
         }
     }
     // n past the 64-column tile: the kernels' tiled paths in both directions and the SDDMM.
@@ -288,7 +142,7 @@ fn gradcheck_mm_sparse_dense_and_dense_sparse() {
     for kind in [Kind::Csr, Kind::Csc] {
         let a = sparse(&data, [m, k], kind, DType::I32, &mut rng);
         let x = f64s(&rng.values(k * 70), [k, 70]);
-        check(&format!("mm {kind:?} n=70"), |v| flat(sp::mm(&with(&a, &v[0]), v[1].clone().reshape([k, 70]))), &[GradInput::sparse("values", &a), GradInput::dense("x", &x)]);
+        gradcheck_all(&format!("mm {kind:?} n=70"), |v| flat(sp::mm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, 70]))), &[GradInput::sparse("values", &a), GradInput::dense("x", &x)]);
     }
 }
 
@@ -302,16 +156,16 @@ fn gradcheck_addmm_mv_smm_hspmm() {
             let name = format!("{kind:?} {which}");
             let (input, x, vec) = (f64s(&rng.values(m * n), [m, n]), f64s(&rng.values(k * n), [k, n]), f64s(&rng.values(k), [k]));
             let vals = GradInput::sparse("values", &a);
-            check(
+            gradcheck_all(
                 &format!("addmm {name}"),
-                |v| flat(sp::addmm(v[0].clone().reshape([m, n]), &with(&a, &v[1]), v[2].clone().reshape([k, n]), 0.5, -2.0)),
+                |v| flat(sp::addmm(v[0].clone().reshape([m, n]), &rebuild(&a, &v[1]), v[2].clone().reshape([k, n]), 0.5, -2.0)),
                 &[GradInput::dense("input", &input), vals.clone(), GradInput::dense("x", &x)],
             );
-            check(&format!("mv {name}"), |v| sp::mv(&with(&a, &v[0]), v[1].clone()), &[vals.clone(), GradInput::dense("v", &vec)]);
-            check(&format!("smm {name}"), |v| flat(sp::smm(&with(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()), &[vals.clone(), GradInput::dense("x", &x)]);
-            check(&format!("hspmm {name}"), |v| flat(sp::hspmm(&with(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()), &[vals.clone(), GradInput::dense("x", &x)]);
+            gradcheck_all(&format!("mv {name}"), |v| sp::mv(&rebuild(&a, &v[0]), v[1].clone()), &[vals.clone(), GradInput::dense("v", &vec)]);
+            gradcheck_all(&format!("smm {name}"), |v| flat(sp::smm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()), &[vals.clone(), GradInput::dense("x", &x)]);
+            gradcheck_all(&format!("hspmm {name}"), |v| flat(sp::hspmm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()), &[vals.clone(), GradInput::dense("x", &x)]);
             // hspmm's stored rows themselves.
-            check(&format!("hspmm values {name}"), |v| flat(sp::hspmm(&with(&a, &v[0]), v[1].clone().reshape([k, n])).values_flat()), &[vals, GradInput::dense("x", &x)]);
+            gradcheck_all(&format!("hspmm values {name}"), |v| flat(sp::hspmm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).values_flat()), &[vals, GradInput::dense("x", &x)]);
         }
     }
 }
@@ -326,9 +180,9 @@ fn gradcheck_sspaddmm() {
             let input_data = matrix(m, n, 0.4, &[3], &[], &mut rng);
             let input = sparse(&input_data, [m, n], kind.fitted([2, 1]), index_dtype(i + 1), &mut rng);
             let x = f64s(&rng.values(k * n), [k, n]);
-            check(
+            gradcheck_all(
                 &format!("sspaddmm {kind:?} {which}"),
-                |v| flat(sp::sspaddmm(&with(&input, &v[0]), &with(&mat1, &v[1]), v[2].clone().reshape([k, n]), 0.25, 1.5).to_dense()),
+                |v| flat(sp::sspaddmm(&rebuild(&input, &v[0]), &rebuild(&mat1, &v[1]), v[2].clone().reshape([k, n]), 0.25, 1.5).to_dense()),
                 &[GradInput::sparse("input", &input), GradInput::sparse("mat1", &mat1), GradInput::dense("x", &x)],
             );
         }
@@ -347,9 +201,9 @@ fn gradcheck_sparse_sparse_mm() {
             for (which, data) in &ops {
                 let a = sparse(data, [m, k], ka, index_dtype(i), &mut rng);
                 let b = sparse(&b_data, [k, n], kb, index_dtype(j), &mut rng);
-                check(
+                gradcheck_all(
                     &format!("mm {ka:?} @ {kb:?} {which}"),
-                    |v| flat(sp::mm(&with(&a, &v[0]), &with(&b, &v[1])).to_dense()),
+                    |v| flat(sp::mm(&rebuild(&a, &v[0]), &rebuild(&b, &v[1])).to_dense()),
                     &[GradInput::sparse("a", &a), GradInput::sparse("b", &b)],
                 );
             }
@@ -366,9 +220,9 @@ fn gradcheck_sampled_addmm() {
             // input [4, 6] is the pattern; mat1 [4, 5], mat2 [5, 6].
             let input = sparse(&data, [m, n], kind, index_dtype(i), &mut rng);
             let (a, b) = (f64s(&rng.values(m * kd), [m, kd]), f64s(&rng.values(kd * n), [kd, n]));
-            check(
+            gradcheck_all(
                 &format!("sampled_addmm {kind:?} {which}"),
-                |v| flat(sp::sampled_addmm(&with(&input, &v[0]), v[1].clone().reshape([m, kd]), v[2].clone().reshape([kd, n]), 0.5, 2.0).to_dense()),
+                |v| flat(sp::sampled_addmm(&rebuild(&input, &v[0]), v[1].clone().reshape([m, kd]), v[2].clone().reshape([kd, n]), 0.5, 2.0).to_dense()),
                 &[GradInput::sparse("input", &input), GradInput::dense("mat1", &a), GradInput::dense("mat2", &b)],
             );
         }
@@ -389,9 +243,9 @@ fn gradcheck_batched_sampled_addmm() {
             let data = batched(bt, m, n, [1, 2], per_batch, (1, 2), &mut rng);
             let input = sparse(&data, [bt, m, n], kind, index_dtype(i), &mut rng);
             let (a, b) = (f64s(&rng.values(bt * m * kd), [bt, m, kd]), f64s(&rng.values(bt * kd * n), [bt, kd, n]));
-            check(
+            gradcheck_all(
                 &format!("batched sampled_addmm {kind:?} nse={}", 2 * per_batch),
-                |v| flat(sp::sampled_addmm(&with(&input, &v[0]), v[1].clone().reshape([bt, m, kd]), v[2].clone().reshape([bt, kd, n]), -1.0, 0.5).to_dense()),
+                |v| flat(sp::sampled_addmm(&rebuild(&input, &v[0]), v[1].clone().reshape([bt, m, kd]), v[2].clone().reshape([bt, kd, n]), -1.0, 0.5).to_dense()),
                 &[GradInput::sparse("input", &input), GradInput::dense("mat1", &a), GradInput::dense("mat2", &b)],
             );
         }
@@ -407,9 +261,9 @@ fn gradcheck_bmm() {
             let data = batched(bt, m, k, [1, 2], per_batch, (0, 1), &mut rng);
             let a = sparse(&data, [bt, m, k], kind, index_dtype(i), &mut rng);
             let x = f64s(&rng.values(bt * k * n), [bt, k, n]);
-            check(
+            gradcheck_all(
                 &format!("bmm {kind:?} nse={}", 2 * per_batch),
-                |v| flat(sp::bmm(&with(&a, &v[0]), v[1].clone().reshape([bt, k, n]))),
+                |v| flat(sp::bmm(&rebuild(&a, &v[0]), v[1].clone().reshape([bt, k, n]))),
                 &[GradInput::sparse("values", &a), GradInput::dense("x", &x)],
             );
         }
@@ -427,12 +281,12 @@ fn gradients_when_only_one_operand_is_tracked() {
         let a = sparse(&data, [m, k], kind, DType::I64, &mut rng).require_grad();
         let grads = (sp::mm(&a, f64s(&xs, [k, n])) * f64s(&ws, [m, n])).sum().backward();
         let expected: Vec<f64> = positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ws[r * n + t] * xs[c * n + t]).sum()).collect();
-        assert_close(&host(a.values_flat().grad(&grads).expect("values gradient")), &expected, &format!("{kind:?}: values only"));
+        assert_close(&floats(a.values_flat().grad(&grads).expect("values gradient")), &expected, &format!("{kind:?}: values only"));
         // Only X.
         let a = a.detach();
         let x = f64s(&xs, [k, n]).require_grad();
         let grads = (sp::mm(&a, x.clone()) * f64s(&ws, [m, n])).sum().backward();
-        let expected = host(f64s(&data, [m, k]).transpose().matmul(f64s(&ws, [m, n])));
-        assert_close(&host(x.grad(&grads).expect("X gradient")), &expected, &format!("{kind:?}: X only"));
+        let expected = floats(f64s(&data, [m, k]).transpose().matmul(f64s(&ws, [m, n])));
+        assert_close(&floats(x.grad(&grads).expect("X gradient")), &expected, &format!("{kind:?}: X only"));
     }
 }

@@ -3,7 +3,10 @@
 //! both index dtypes and uncoalesced COO input. Every result is compared with burn's dense ops
 //! or with an independent host computation; values are small integers, so comparisons are exact.
 
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+mod common_ops;
+
+use burn::tensor::{DType, Tensor, TensorData};
+use common_ops::{dev, f32s, index_on, ints, numel, Rng};
 use proptest::prelude::*;
 use sparsegrad::prelude::*;
 use std::collections::BTreeMap;
@@ -11,60 +14,12 @@ use std::collections::BTreeMap;
 // ---------------------------------------------------------------------------------------------
 // Helpers: deterministic data, tensors in and out, the dispatch from a runtime rank to `D`.
 
-/// A splitmix stream: the data of a case follows from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A non-zero small integer.
-    fn nonzero(&mut self) -> f32 {
-        let v = (1 + self.below(5)) as f32;
-        if self.next() & 1 == 0 { v } else { -v }
-    }
-}
-
-fn dev() -> Device {
-    Device::flex()
-}
-
-fn numel(s: &[usize]) -> usize {
-    s.iter().product()
-}
-
 fn arr<const D: usize>(v: &[usize]) -> [usize; D] {
     v.try_into().expect("rank")
 }
 
 fn dense<const D: usize>(data: Vec<f32>, shape: [usize; D]) -> Tensor<D> {
     Tensor::from_data(TensorData::new(data, shape), (&dev(), DType::F32))
-}
-
-fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.into_data().iter::<f32>().collect()
-}
-
-fn ints<const D: usize>(t: Tensor<D, Int>) -> Vec<i64> {
-    t.into_data().iter::<i64>().collect()
-}
-
-fn int_tensor(data: Vec<i64>, shape: [usize; 2], dtype: DType) -> Tensor<2, Int> {
-    let data = match dtype {
-        DType::I32 => TensorData::new(data.into_iter().map(|v| v as i32).collect::<Vec<_>>(), shape),
-        _ => TensorData::new(data, shape),
-    };
-    Tensor::from_data(data, (&dev(), dtype))
 }
 
 /// Calls `$f::<D>(args)` for a rank known only at run time.
@@ -106,7 +61,7 @@ struct Entries {
 fn coo_entries<const D: usize>(s: &SparseTensor<D>) -> Entries {
     let (sd, n) = (s.sparse_dim(), s.nnz());
     let idx = ints(s.indices_raw().unwrap());
-    let vals = floats(s.values_flat());
+    let vals = f32s(s.values_flat());
     let item = numel(&s.shape()[sd..]);
     let tuples = (0..n).map(|j| (0..sd).map(|d| idx[d * n + j]).collect()).collect();
     let items = (0..n).map(|j| vals[j * item..(j + 1) * item].to_vec()).collect();
@@ -116,8 +71,8 @@ fn coo_entries<const D: usize>(s: &SparseTensor<D>) -> Entries {
 /// A checked COO tensor from host entries (values of rank 1 + dense dims).
 fn build_coo<const D: usize>(e: &Entries, shape: [usize; D], sd: usize, dtype: DType) -> Result<SparseTensor<D>, SparseError> {
     let n = e.tuples.len();
-    let idx = (0..sd).flat_map(|d| e.tuples.iter().map(move |t| t[d])).collect();
-    let indices = int_tensor(idx, [sd, n], dtype);
+    let idx: Vec<i64> = (0..sd).flat_map(|d| e.tuples.iter().map(move |t| t[d])).collect();
+    let indices = index_on(&idx, [sd, n], dtype, &dev());
     let vals: Vec<f32> = e.items.concat();
     let ds = &shape[sd..];
     let v = |s: Vec<usize>| TensorData::new(vals.clone(), s);
@@ -292,7 +247,7 @@ fn parts<const D: usize>(s: &SparseTensor<D>) -> (Vec<i64>, Vec<i64>, Vec<f32>) 
         Some((c, p)) => (ints(c), ints(p)),
         None => (ints(s.indices_raw().unwrap()), vec![]),
     };
-    (c, p, floats(s.values_flat()))
+    (c, p, f32s(s.values_flat()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,7 +264,7 @@ fn coo_roundtrip<const D: usize>(shape: &[usize], sd: usize, density: f64, dtype
     let e = coo_entries(&s);
     assert!(strictly_increasing(&e.tuples), "dense -> COO is sorted and unique");
     assert!(e.items.iter().all(|v| v.iter().any(|&x| x != 0.0)), "zeros are not stored");
-    assert_eq!(floats(s.to_dense()), data);
+    assert_eq!(f32s(s.to_dense()), data);
     if dtype == DType::I64 {
         let t = d.clone().to_sparse_coo(sd).unwrap();
         assert_eq!(parts(&t), parts(&s));
@@ -332,8 +287,8 @@ fn compressed_roundtrip<const D: usize>(case: &CCase, layout: Layout) {
     assert_eq!(s.nnz(), if elements && numel(&case.batch) > 0 { k } else { 0 });
     check_compressed(&s);
     let item = s.values_flat().dims()[1];
-    assert!(floats(s.values_flat()).chunks(item.max(1)).all(|v| v.iter().any(|&x| x != 0.0)), "zero blocks are not stored");
-    assert_eq!(floats(s.to_dense()), data);
+    assert!(f32s(s.values_flat()).chunks(item.max(1)).all(|v| v.iter().any(|&x| x != 0.0)), "zero blocks are not stored");
+    assert_eq!(f32s(s.to_dense()), data);
     if case.dtype == DType::I64 && case.dense.is_empty() {
         let t = match layout {
             Layout::Csr => d.to_sparse_csr(),
@@ -379,13 +334,13 @@ fn every_layout_to_every_layout<const D: usize>(case: &CCase, full: bool) {
         (Layout::Bsc, Some([1, 1])),
     ];
     for (src, canonical) in &sources {
-        assert_eq!(floats(src.to_dense()), data, "source {}", src.layout());
+        assert_eq!(f32s(src.to_dense()), data, "source {}", src.layout());
         for &(l, bs) in &targets {
             let ctx = format!("{} -> {l} {bs:?}", src.layout());
             let out = src.to_layout(l, bs).unwrap();
             assert_eq!(parts(&convert_named(src, l, bs)), parts(&out), "{ctx}: named method");
             assert_eq!((out.layout(), out.shape(), out.index_dtype(), out.dense_dim()), (l, shape, dt, dd), "{ctx}");
-            assert_eq!(floats(out.to_dense()), data, "{ctx}: to_dense");
+            assert_eq!(f32s(out.to_dense()), data, "{ctx}: to_dense");
             if l == Layout::Coo {
                 assert_eq!(out.sparse_dim(), b + 2, "{ctx}");
                 let e = coo_entries(&out);
@@ -442,7 +397,7 @@ fn coalesce_and_reorder<const D: usize>(shape: &[usize], sd: usize, density: f64
     let u = build_coo(&e, shape, sd, dtype).unwrap();
     let n = e.tuples.len();
     assert_eq!((u.nnz(), u.is_coalesced(), u.index_dtype()), (n, n < 2, dtype));
-    assert_eq!(floats(u.to_dense()), data, "duplicates sum in to_dense");
+    assert_eq!(f32s(u.to_dense()), data, "duplicates sum in to_dense");
 
     // coalesce: the sums per distinct index tuple, in lexicographic order.
     let mut sums: BTreeMap<Vec<i64>, Vec<f32>> = BTreeMap::new();
@@ -457,7 +412,7 @@ fn coalesce_and_reorder<const D: usize>(shape: &[usize], sd: usize, density: f64
     assert!(strictly_increasing(&ce.tuples));
     assert_eq!(ce.tuples, sums.keys().cloned().collect::<Vec<_>>());
     assert_eq!(ce.items, sums.values().cloned().collect::<Vec<_>>());
-    assert_eq!(floats(c.to_dense()), data);
+    assert_eq!(f32s(c.to_dense()), data);
     assert_eq!(parts(&c.coalesce()), parts(&c), "coalesce is idempotent");
     assert!(c.indices().is_ok(), "indices() of a coalesced tensor");
     assert_eq!(u.indices().is_err(), n >= 2, "indices() refuses an uncoalesced tensor");
@@ -471,7 +426,7 @@ fn coalesce_and_reorder<const D: usize>(shape: &[usize], sd: usize, density: f64
     assert_eq!(re.tuples, order.iter().map(|&i| e.tuples[i].clone()).collect::<Vec<_>>());
     assert_eq!(re.items, order.iter().map(|&i| e.items[i].clone()).collect::<Vec<_>>(), "stable");
     assert_eq!(r.is_coalesced(), strictly_increasing(&re.tuples));
-    assert_eq!(floats(r.to_dense()), data);
+    assert_eq!(f32s(r.to_dense()), data);
     assert_eq!(u.to_dense_validated(0.0).is_ok(), strictly_increasing(&e.tuples));
 }
 
@@ -490,14 +445,14 @@ fn coo_transpose<const D: usize>(shape: &[usize], sd: usize, dims: (usize, usize
             continue;
         }
         let t = s.transpose(i, j);
-        assert_eq!(floats(t.to_dense()), floats(d.clone().swap_dims(i, j)), "transpose({i}, {j})");
+        assert_eq!(f32s(t.to_dense()), f32s(d.clone().swap_dims(i, j)), "transpose({i}, {j})");
         assert_eq!((t.nnz(), t.index_dtype(), t.sparse_dim()), (s.nnz(), dtype, sd));
         if t.is_coalesced() {
             assert!(strictly_increasing(&coo_entries(&t).tuples), "transpose claims coalesced");
         }
-        assert_eq!(floats(t.coalesce().to_dense()), floats(d.clone().swap_dims(i, j)));
+        assert_eq!(f32s(t.coalesce().to_dense()), f32s(d.clone().swap_dims(i, j)));
         if sd >= 2 {
-            assert_eq!(floats(s.t().to_dense()), floats(d.clone().swap_dims(sd - 2, sd - 1)), "t()");
+            assert_eq!(f32s(s.t().to_dense()), f32s(d.clone().swap_dims(sd - 2, sd - 1)), "t()");
         }
     }
 }
@@ -514,7 +469,7 @@ fn compressed_transpose<const D: usize>(case: &CCase, layout: Layout) {
     let dt = d.clone().swap_dims(b, b + 1);
     assert_eq!(t.layout(), layout.transposed());
     assert_eq!((t.blocksize(), t.index_dtype(), t.nnz()), (bs.map(|[r, c]| [c, r]), case.dtype, s.nnz()));
-    assert_eq!(floats(t.to_dense()), floats(dt.clone()));
+    assert_eq!(f32s(t.to_dense()), f32s(dt.clone()));
     check_compressed(&t);
     let (sc, sp, sv) = parts(&s);
     let (tc, tp, tv) = parts(&t);
@@ -543,11 +498,11 @@ fn coo_validation<const D: usize>(shape: &[usize], nse: usize, dtype: DType, see
     }
     let mut e = Entries { tuples, items };
     let s = build_coo(&e, shape, D, dtype).expect("in-bounds indices are accepted");
-    assert_eq!(floats(s.to_dense()), expected);
+    assert_eq!(f32s(s.to_dense()), expected);
     let flat = |e: &Entries| (0..D).flat_map(|d| e.tuples.iter().map(move |t| t[d])).collect::<Vec<_>>();
-    let rows = int_tensor(flat(&e), [D, nse], dtype).transpose();
+    let rows = index_on(&flat(&e), [D, nse], dtype, &dev()).transpose();
     let values = Tensor::<1>::from_data(TensorData::new(e.items.concat(), [nse]), (&dev(), DType::F32));
-    assert_eq!(floats(SparseTensor::coo_from_rows(rows, values.clone(), shape).unwrap().to_dense()), expected);
+    assert_eq!(f32s(SparseTensor::coo_from_rows(rows, values.clone(), shape).unwrap().to_dense()), expected);
     if nse == 0 {
         return;
     }
@@ -556,7 +511,7 @@ fn coo_validation<const D: usize>(shape: &[usize], nse: usize, dtype: DType, see
     e.tuples[p][dim] = bad;
     let err = SparseError::IndexOutOfBounds { component: "indices", dim, position: p, value: bad, size: shape[dim] };
     assert_eq!(build_coo(&e, shape, D, dtype).unwrap_err(), err);
-    let rows = int_tensor(flat(&e), [D, nse], dtype).transpose();
+    let rows = index_on(&flat(&e), [D, nse], dtype, &dev()).transpose();
     assert_eq!(SparseTensor::coo_from_rows(rows, values, shape).unwrap_err(), err);
 }
 

@@ -3,36 +3,14 @@
 //! every rejection path, the products against burn's dense matmul in every arrangement, and
 //! gradcheck of each op w.r.t. the kept values and the dense operand.
 
+mod common_ops;
+
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use common_ops::{ad, assert_near, flat, gradcheck_all, Rng};
 use sparsegrad::backend::util::reshape;
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::GradInput;
 use sparsegrad::prelude::*;
 use sparsegrad::sparse::semi_structured::{self as semi, to_sparse_semi_structured};
-
-/// A splitmix stream: the data of a case follows from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// A value in ±[0.5, 2) (never zero, so the pattern is what the test chose).
-    fn value(&mut self) -> f64 {
-        let v = 0.5 + 1.5 * ((self.next() >> 11) as f64 / (1u64 << 53) as f64);
-        if self.next() & 1 == 0 {
-            v
-        } else {
-            -v
-        }
-    }
-}
 
 /// A dense `[rows, cols]` matrix following `pattern`: in each group of four, two (2:4) or one
 /// per pair (1:2) non-zeros, sometimes fewer (groups with one or no non-zero).
@@ -70,13 +48,6 @@ fn dense(data: &[f64], shape: [usize; 2], dtype: DType, device: &Device) -> Tens
 
 fn host(t: Tensor<2>) -> Vec<f64> {
     t.cast(DType::F64).into_data().try_to_vec::<f64>().unwrap()
-}
-
-fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
-    assert_eq!(a.len(), b.len(), "{what}: lengths");
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}: element {i}: {x} vs {y}");
-    }
 }
 
 // ---------------------------------------------------------------- the reference's examples
@@ -128,7 +99,7 @@ fn reference_mm_matches_dense_mm() {
     let b = dense(&b, [64, 64], DType::F16, &device);
     let c = a.clone().matmul(b.clone());
     let a_sparse = to_sparse_semi_structured(a).unwrap();
-    close(&host(semi::mm(&a_sparse, b)), &host(c), 2e-3, "mm(a_sparse, b)");
+    assert_near(&host(semi::mm(&a_sparse, b)), &host(c), 2e-3, "mm(a_sparse, b)");
 }
 
 #[test]
@@ -143,7 +114,7 @@ fn reference_linear_with_a_masked_weight() {
     let b = Tensor::<1>::from_data(TensorData::new(bias, [64]), (&device, DType::F64)).cast(DType::F16);
     let expected = x.clone().matmul(w.clone().transpose()) + b.clone().unsqueeze::<2>();
     let ws = to_sparse_semi_structured(w).unwrap();
-    close(&host(semi::linear(x, &ws, Some(b))), &host(expected), 1e-2, "linear");
+    assert_near(&host(semi::linear(x, &ws, Some(b))), &host(expected), 1e-2, "linear");
 }
 
 #[test]
@@ -264,23 +235,23 @@ fn products_match_dense_matmul() {
             let what = format!("{dtype:?} {rows}x{cols} n={n}");
             // A · X and Aᵀ · X.
             let xa = x(cols, n, &mut rng);
-            close(&host(semi::mm(&a, xa.clone())), &host(ad.clone().matmul(xa)), tol, &format!("mm {what}"));
+            assert_near(&host(semi::mm(&a, xa.clone())), &host(ad.clone().matmul(xa)), tol, &format!("mm {what}"));
             let xt = x(rows, n, &mut rng);
-            close(&host(semi::mm(&a.t(), xt.clone())), &host(ad.clone().transpose().matmul(xt)), tol, &format!("mm t {what}"));
+            assert_near(&host(semi::mm(&a.t(), xt.clone())), &host(ad.clone().transpose().matmul(xt)), tol, &format!("mm t {what}"));
             // X · A and X · Aᵀ.
             let xd = x(n, rows, &mut rng);
-            close(&host(semi::mm_dense_sparse(xd.clone(), &a)), &host(xd.matmul(ad.clone())), tol, &format!("dense·sparse {what}"));
+            assert_near(&host(semi::mm_dense_sparse(xd.clone(), &a)), &host(xd.matmul(ad.clone())), tol, &format!("dense·sparse {what}"));
             let xl = x(n, cols, &mut rng);
-            close(&host(semi::mm_dense_sparse(xl.clone(), &a.t())), &host(xl.clone().matmul(ad.clone().transpose())), tol, &format!("dense·sparseᵀ {what}"));
+            assert_near(&host(semi::mm_dense_sparse(xl.clone(), &a.t())), &host(xl.clone().matmul(ad.clone().transpose())), tol, &format!("dense·sparseᵀ {what}"));
             // addmm(bias, dense, sparse.t()) and linear with a 3-D input.
             let bias = x(1, rows, &mut rng);
             let expected = xl.clone().matmul(ad.clone().transpose()).mul_scalar(0.5) + bias.clone().mul_scalar(2.0);
-            close(&host(semi::addmm(bias.clone(), xl.clone(), &a.t(), 2.0, 0.5)), &host(expected), tol, &format!("addmm {what}"));
+            assert_near(&host(semi::addmm(bias.clone(), xl.clone(), &a.t(), 2.0, 0.5)), &host(expected), tol, &format!("addmm {what}"));
             let b1: Tensor<1> = reshape(bias.clone(), [rows]);
             let x3: Tensor<3> = reshape(xl.clone(), [1, n, cols]);
             let y: Tensor<3> = semi::linear(x3, &a, Some(b1));
             let expected = xl.matmul(ad.transpose()) + bias;
-            close(&host(reshape(y, [n, rows])), &host(expected), tol, &format!("linear {what}"));
+            assert_near(&host(reshape(y, [n, rows])), &host(expected), tol, &format!("linear {what}"));
         }
     }
 }
@@ -305,15 +276,6 @@ fn half_precision_products_accumulate_in_f32() {
 
 // ---------------------------------------------------------------- gradients
 
-fn ad() -> Device {
-    Device::flex().autodiff()
-}
-
-fn check(name: &str, f: impl Fn(&[Tensor<1>]) -> Tensor<1>, inputs: &[GradInput]) {
-    let report = gradcheck(f, inputs, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(report.checked, inputs.iter().map(|i| i.values.len()).sum::<usize>(), "{name}");
-}
-
 /// gradcheck in f64 through the 2:4 and 1:2 logic: w.r.t. the kept values (only they are
 /// perturbed) and the dense operand, for every op and arrangement.
 #[test]
@@ -326,20 +288,16 @@ fn gradcheck_every_op_and_arrangement() {
         let kept = GradInput { name: "values".into(), values: host(a.values()) };
         let x = |r: usize, c: usize, rng: &mut Rng| GradInput { name: "x".into(), values: (0..r * c).map(|_| rng.value()).collect() };
         let with = |v: &Tensor<1>| a.with_values(v.clone().reshape([rows, cols / 2]));
-        let flat = |t: Tensor<2>| -> Tensor<1> {
-            let n = t.dims().iter().product::<usize>();
-            t.reshape([n])
-        };
         let xa = x(cols, n, &mut rng);
-        check("mm", |t| flat(semi::mm(&with(&t[0]), t[1].clone().reshape([cols, n]))), &[kept.clone(), xa]);
+        gradcheck_all("mm", |t| flat(semi::mm(&with(&t[0]), t[1].clone().reshape([cols, n]))), &[kept.clone(), xa]);
         let xt = x(rows, n, &mut rng);
-        check("mm t", |t| flat(semi::mm(&with(&t[0]).t(), t[1].clone().reshape([rows, n]))), &[kept.clone(), xt]);
+        gradcheck_all("mm t", |t| flat(semi::mm(&with(&t[0]).t(), t[1].clone().reshape([rows, n]))), &[kept.clone(), xt]);
         let xd = x(n, rows, &mut rng);
-        check("dense·sparse", |t| flat(semi::mm_dense_sparse(t[1].clone().reshape([n, rows]), &with(&t[0]))), &[kept.clone(), xd]);
+        gradcheck_all("dense·sparse", |t| flat(semi::mm_dense_sparse(t[1].clone().reshape([n, rows]), &with(&t[0]))), &[kept.clone(), xd]);
         let xl = x(n, cols, &mut rng);
         let bias = GradInput { name: "bias".into(), values: (0..rows).map(|_| rng.value()).collect() };
-        check("addmm", |t| flat(semi::addmm(t[2].clone().reshape([1, rows]), t[1].clone().reshape([n, cols]), &with(&t[0]).t(), 0.5, 2.0)), &[kept.clone(), xl.clone(), bias.clone()]);
-        check("linear", |t| flat(semi::linear(t[1].clone().reshape([n, cols]), &with(&t[0]), Some(t[2].clone()))), &[kept.clone(), xl, bias]);
+        gradcheck_all("addmm", |t| flat(semi::addmm(t[2].clone().reshape([1, rows]), t[1].clone().reshape([n, cols]), &with(&t[0]).t(), 0.5, 2.0)), &[kept.clone(), xl.clone(), bias.clone()]);
+        gradcheck_all("linear", |t| flat(semi::linear(t[1].clone().reshape([n, cols]), &with(&t[0]), Some(t[2].clone()))), &[kept.clone(), xl, bias]);
     }
 }
 
@@ -366,7 +324,7 @@ fn gradients_stay_on_the_pattern() {
     let gw = host(g.clone().transpose().matmul(x.clone()).inner());
     let kept = sparsegrad::backend::util::read_i64(&a.kept_columns());
     let expected: Vec<f64> = kept.iter().enumerate().map(|(i, &c)| gw[(i / (cols / 2)) * cols + c as usize]).collect();
-    close(&host(gv), &expected, 1e-12, "d values");
+    assert_near(&host(gv), &expected, 1e-12, "d values");
     let gx = x.grad(&grads).unwrap();
-    close(&host(gx), &host(g.inner().matmul(a.to_dense().inner())), 1e-12, "d x");
+    assert_near(&host(gx), &host(g.inner().matmul(a.to_dense().inner())), 1e-12, "d x");
 }

@@ -3,33 +3,19 @@
 //! the bias and the input, Adam training that keeps the weight 2:4 (same metadata, every group
 //! still holding at most two non-zeros), and a save/load round trip through burn records.
 
+mod common_ops;
+
 use burn::module::Module;
 use burn::nn::LinearConfig;
-use burn::optim::{AdamConfig, GradientsParams};
 use burn::store::ModuleRecord;
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{DType, Device, Tensor};
+use common_ops::{assert_close_f32, f32s, input, train, Net};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_2_4, SemiStructuredLinear, SemiStructuredLinearConfig};
 use sparsegrad::prelude::*;
 
-fn f32s<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.into_data().iter::<f32>().collect()
-}
-
 fn words(l: &SemiStructuredLinear) -> Vec<i64> {
     l.metadata.val().into_data().iter::<i64>().collect()
-}
-
-fn input(rows: usize, cols: usize, device: &Device) -> Tensor<2> {
-    let v: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0).collect();
-    Tensor::from_data(TensorData::new(v, [rows, cols]), device)
-}
-
-fn assert_close(a: &[f32], b: &[f32], tol: f32) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol * y.abs().max(1.0), "element {i}: {x} vs {y}");
-    }
 }
 
 /// Non-zeros of each group of four of a `[rows, cols]` matrix, at most `limit`.
@@ -58,7 +44,7 @@ fn from_linear_is_the_pruned_dense_layer() {
     assert_groups_at_most(layer.weight().to_dense(), 2);
     let x = input(9, 300, &device);
     let expected = x.clone().matmul(pruned.transpose()) + dense.bias.as_ref().unwrap().val().unsqueeze::<2>();
-    assert_close(&f32s(layer.forward(x)), &f32s(expected), 1e-5);
+    assert_close_f32(&f32s(layer.forward(x)), &f32s(expected), 1e-5);
     // 7 x 150 f32 values, 7 x 19 i16 words, 7 f32 biases.
     assert_eq!(layer.memory_bytes(), 7 * 150 * 4 + 7 * 19 * 2 + 7 * 4);
     // A 3-D input keeps its leading dims.
@@ -104,37 +90,17 @@ fn gradcheck_values_bias_and_input() {
     assert_eq!(report.checked, 12 + 3 + 32);
 }
 
-#[derive(Module, Debug)]
-struct Net {
-    l0: SemiStructuredLinear,
-    l1: SemiStructuredLinear,
-}
-
-impl Net {
-    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        self.l1.forward(self.l0.forward(x).tanh())
-    }
-}
-
 #[test]
 fn adam_training_stays_two_four_and_lowers_the_loss() {
     let device = Device::flex().autodiff();
     device.seed(5);
     let init = || Net { l0: SemiStructuredLinearConfig::new(20, 16).init(&device), l1: SemiStructuredLinearConfig::new(16, 4).init(&device) };
-    let mut model = init();
+    let model = init();
     let teacher = init();
     let x = input(32, 20, &device);
     let target = teacher.forward(x.clone()).detach();
     let (meta, values) = (words(&model.l0), f32s(model.l0.values.val()));
-    let mut optim = AdamConfig::new().init();
-    let mse = |m: &Net| (m.forward(x.clone()) - target.clone()).powi_scalar(2).mean();
-    let first = mse(&model).into_scalar::<f32>();
-    for _ in 0..60 {
-        let loss = mse(&model);
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optim.step(0.01, model, grads);
-    }
-    let last = mse(&model).into_scalar::<f32>();
+    let (model, first, last) = train(model, &x, &target);
     assert!(last < first / 3.0, "loss {first} -> {last}");
     assert_eq!(words(&model.l0), meta, "the metadata does not train");
     assert_groups_at_most(model.l0.weight().to_dense().inner(), 2);

@@ -5,49 +5,16 @@
 //! tensors; the reference texts' `s[1]` and `s[1, 0, 1]`; errors for bad input; and `gradcheck`
 //! of every op with respect to the values (and of `sparse_mask` w.r.t. the dense input).
 
+mod common_ops;
+
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use common_ops::{ad, check_sparse_grad, dev, flat, floats, halves_reversed, int_on, ints, Kind, Rng};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 use sparsegrad::sparse as sp;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-fn dev() -> Device {
-    Device::flex()
-}
-
-fn ad() -> Device {
-    Device::flex().autodiff()
-}
-
-fn host<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    t.into_data().iter::<f64>().collect()
-}
-
-fn host_int<const D: usize>(t: Tensor<D, Int>) -> Vec<i64> {
-    t.into_data().iter::<i64>().collect()
-}
-
-fn flat<const D: usize>(t: Tensor<D>) -> Tensor<1> {
-    let n = t.shape().num_elements();
-    t.reshape([n])
-}
-
 fn index(ids: &[i64], device: &Device) -> Tensor<1, Int> {
-    Tensor::from_data(TensorData::new(ids.to_vec(), [ids.len()]), (device, DType::I64))
+    int_on(ids, [ids.len()], device)
 }
 
 /// A dense tensor whose first `indexed` dims hold a random pattern of about `density` (items of
@@ -67,39 +34,21 @@ fn dense<const D: usize>(shape: [usize; D], indexed: usize, density: f64, seed: 
     Tensor::from_data(TensorData::new(data, shape), (device, dtype))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Coo,
-    /// Uncoalesced COO: each entry twice with half its value, the copies reversed.
-    CooDup,
-    Csr,
-    Csc,
-    Bsr([usize; 2]),
-}
-
+/// A sparse tensor of `kind` holding `d`; `V` is the rank of COO values (1 + dense dims). As
+/// `CooDup` each entry is stored twice with half its value, the copies reversed.
 fn sparse<const D: usize, const V: usize>(d: &Tensor<D>, kind: Kind, dense_dim: usize) -> SparseTensor<D> {
-    let (layout, blocksize) = match kind {
-        Kind::Coo | Kind::CooDup => (Layout::Coo, None),
-        Kind::Csr => (Layout::Csr, None),
-        Kind::Csc => (Layout::Csc, None),
-        Kind::Bsr(b) => (Layout::Bsr, Some(b)),
-    };
+    let (layout, blocksize) = kind.layout();
     let s = d.clone().to_sparse_with(SparseSpec { layout, dense_dim, blocksize, index_dtype: DType::I64 }).unwrap();
     if kind != Kind::CooDup {
         return s;
     }
-    let (i, n, device) = (s.indices_raw().unwrap(), s.nnz(), s.device());
-    let half = s.values_raw::<V>().unwrap() * 0.5;
-    let rev = index(&(0..n as i64).rev().collect::<Vec<_>>(), &device);
-    let u = SparseTensor::coo(Tensor::cat(vec![i.clone(), i.select(1, rev.clone())], 1), Tensor::cat(vec![half.clone(), half.select(0, rev)], 0), s.shape()).unwrap();
-    assert!(n < 2 || !u.is_coalesced());
-    u
+    halves_reversed::<D, V>(&s)
 }
 
 /// `s` holds `expected` (same shape, exactly the same elements).
 fn same<const D: usize>(s: &SparseTensor<D>, expected: Tensor<D>, what: &str) {
     assert_eq!(s.shape(), expected.dims(), "{what}: shape");
-    assert_eq!(host(s.to_dense()), host(expected), "{what}: elements");
+    assert_eq!(floats(s.to_dense()), floats(expected), "{what}: elements");
 }
 
 const KINDS: [Kind; 4] = [Kind::Coo, Kind::CooDup, Kind::Csr, Kind::Csc];
@@ -123,9 +72,9 @@ fn reference_indexing_examples() {
     let six = s.at::<1>(&[1, 0, 1]);
     assert_eq!(six.dims(), [1]);
     assert_eq!(six.into_scalar::<f32>(), 6.0);
-    assert_eq!(host(s.at::<1>(&[1, 0])), vec![5.0, 6.0]);
-    assert_eq!(host(s.at::<1>(&[1, 0]).slice([1..2])), vec![6.0], "s[1, 0, 1:]");
-    assert_eq!(host(s.at::<1>(&[0, 1])), vec![0.0, 0.0], "unspecified");
+    assert_eq!(floats(s.at::<1>(&[1, 0])), vec![5.0, 6.0]);
+    assert_eq!(floats(s.at::<1>(&[1, 0]).slice([1..2])), vec![6.0], "s[1, 0, 1:]");
+    assert_eq!(floats(s.at::<1>(&[0, 1])), vec![0.0, 0.0], "unspecified");
 }
 
 // ---------------------------------------------------------------- permute, unsqueeze, reshape
@@ -259,7 +208,7 @@ fn select_matches_dense() {
             for dim in 0..3 {
                 for i in [0, 2] {
                     let r = s.select::<2>(dim, i);
-                    assert_eq!(host(r.to_dense()), host(d.clone().narrow(dim, i, 1)), "{kind:?} dim {dim} index {i}");
+                    assert_eq!(floats(r.to_dense()), floats(d.clone().narrow(dim, i, 1)), "{kind:?} dim {dim} index {i}");
                     assert_eq!(r.is_coalesced(), kind == Kind::Coo || r.nnz() < 2);
                 }
             }
@@ -268,14 +217,14 @@ fn select_matches_dense() {
         let h = dense([4, 5, 3], 2, 0.5, 12, dtype, &dev());
         let r = sparse::<3, 2>(&h, Kind::Csr, 1).select::<2>(2, 1);
         assert_eq!((r.layout(), r.dense_dim()), (Layout::Csr, 0));
-        assert_eq!(host(r.to_dense()), host(h.clone().narrow(2, 1, 1)));
+        assert_eq!(floats(r.to_dense()), floats(h.clone().narrow(2, 1, 1)));
         let m = dense([4, 5], 2, 0.5, 13, dtype, &dev());
         for kind in KINDS {
             let s = sparse::<2, 1>(&m, kind, 0);
             for dim in 0..2 {
                 let r = s.select::<1>(dim, 3);
                 assert_eq!(r.layout(), Layout::Coo);
-                assert_eq!(host(r.to_dense()), host(m.clone().narrow(dim, 3, 1)), "{kind:?} dim {dim}");
+                assert_eq!(floats(r.to_dense()), floats(m.clone().narrow(dim, 3, 1)), "{kind:?} dim {dim}");
             }
         }
         // A batched CSR keeps its layout while two sparse dims remain.
@@ -284,7 +233,7 @@ fn select_matches_dense() {
         for dim in 0..3 {
             let r = s.select::<2>(dim, 1);
             assert_eq!(r.layout(), Layout::Csr, "dim {dim}");
-            assert_eq!(host(r.to_dense()), host(b.clone().narrow(dim, 1, 1)), "batched dim {dim}");
+            assert_eq!(floats(r.to_dense()), floats(b.clone().narrow(dim, 1, 1)), "batched dim {dim}");
         }
     }
     let v = SparseTensor::<1>::empty([4], &dev());
@@ -298,24 +247,24 @@ fn select_matches_dense() {
 fn at_reads_dense_values() {
     for dtype in DTYPES {
         let h = dense([4, 5, 3], 2, 0.5, 14, dtype, &dev());
-        let hd = host(h.clone());
+        let hd = floats(h.clone());
         for kind in [Kind::Coo, Kind::CooDup, Kind::Csr, Kind::Csc] {
             let s = sparse::<3, 2>(&h, kind, 1);
             for (r, c) in [(0, 0), (3, 4), (2, 1), (1, 3)] {
                 let item = &hd[(r * 5 + c) * 3..(r * 5 + c + 1) * 3];
-                assert_eq!(host(s.at::<1>(&[r, c])), item, "{kind:?} ({r}, {c}): duplicates summed");
-                assert_eq!(host(s.at::<1>(&[r, c, 2])), &item[2..], "{kind:?} ({r}, {c}, 2)");
+                assert_eq!(floats(s.at::<1>(&[r, c])), item, "{kind:?} ({r}, {c}): duplicates summed");
+                assert_eq!(floats(s.at::<1>(&[r, c, 2])), &item[2..], "{kind:?} ({r}, {c}, 2)");
             }
         }
         let m = dense([4, 6], 2, 0.5, 15, dtype, &dev());
         let b = sparse::<2, 1>(&m, Kind::Bsr([2, 3]), 0);
-        assert_eq!(host(b.at::<1>(&[3, 4])), host(m.clone().slice([3..4, 4..5]).reshape([1])), "BSR");
+        assert_eq!(floats(b.at::<1>(&[3, 4])), floats(m.clone().slice([3..4, 4..5]).reshape([1])), "BSR");
     }
     let s = SparseTensor::<3>::empty_with([4, 5, 3], 2, DType::I64, DType::F64, &dev()).unwrap();
     assert!(s.try_at::<1>(&[1]).is_err(), "every sparse dim needs an index");
     assert!(s.try_at::<2>(&[1, 1]).is_err(), "rank");
     assert!(matches!(s.try_at::<1>(&[4, 0]), Err(SparseError::IndexOutOfBounds { dim: 0, value: 4, .. })));
-    assert_eq!(host(s.at::<1>(&[1, 1])), vec![0.0; 3]);
+    assert_eq!(floats(s.at::<1>(&[1, 1])), vec![0.0; 3]);
 }
 
 #[test]
@@ -428,10 +377,10 @@ fn sparse_mask_reads_the_dense_tensor_at_the_pattern() {
         // Uncoalesced mask: the mask's entries, duplicates included, each with its value.
         let mask = sparse::<2, 1>(&pattern, Kind::CooDup, 0);
         let r = sp::sparse_mask(&x, &mask);
-        assert_eq!(host_int(r.indices_raw().unwrap()), host_int(mask.indices_raw().unwrap()));
-        let (idx, n, xd) = (host_int(mask.indices_raw().unwrap()), mask.nnz(), host(x.clone()));
+        assert_eq!(ints(r.indices_raw().unwrap()), ints(mask.indices_raw().unwrap()));
+        let (idx, n, xd) = (ints(mask.indices_raw().unwrap()), mask.nnz(), floats(x.clone()));
         let expected: Vec<f64> = (0..n).map(|j| xd[idx[j] as usize * 6 + idx[n + j] as usize]).collect();
-        assert_eq!(host(r.values_flat()), expected);
+        assert_eq!(floats(r.values_flat()), expected);
         // Hybrid.
         let h = dense([4, 5, 2], 2, 1.0, 33, dtype, &dev());
         let mask = sparse::<3, 2>(&dense([4, 5, 2], 2, 0.5, 34, dtype, &dev()), Kind::Coo, 1);
@@ -451,7 +400,7 @@ fn empty_tensors_through_every_op() {
         let zeros = |shape: &[usize]| vec![0.0; shape.iter().product()];
         let check = |s: &SparseTensor<3>, shape: [usize; 3]| {
             assert_eq!((s.shape(), s.nnz(), s.dtype()), (shape, 0, dtype));
-            assert_eq!(host(s.to_dense()), zeros(&shape));
+            assert_eq!(floats(s.to_dense()), zeros(&shape));
         };
         check(&e.permute([1, 0, 2]), [4, 3, 2]);
         check(&e.index_select(1, index(&[0, 3, 3], &dev())), [3, 3, 2]);
@@ -462,7 +411,7 @@ fn empty_tensors_through_every_op() {
         check(&e.select::<2>(0, 1).unsqueeze::<3>(0), [1, 4, 2]);
         check(&sp::sparse_mask(&Tensor::ones([3, 4, 2], (&dev(), dtype)), &e), [3, 4, 2]);
         assert_eq!(sp::stack::<3, 4>(&[e.clone(), e.clone()], 0).shape(), [2, 3, 4, 2]);
-        assert_eq!(host(e.at::<1>(&[2, 3, 1])), vec![0.0]);
+        assert_eq!(floats(e.at::<1>(&[2, 3, 1])), vec![0.0]);
         assert_eq!(e.index_select(1, index(&[0, 3], &dev())).index_dtype(), DType::I32);
     }
 }
@@ -475,10 +424,7 @@ fn grad<const D: usize, const E: usize>(s: &SparseTensor<D>, what: &str, op: imp
 }
 
 fn grad_dense<const D: usize, const R: usize>(s: &SparseTensor<D>, what: &str, op: impl Fn(&SparseTensor<D>) -> Tensor<R>) {
-    let dims = s.values_flat().dims();
-    let f = |v: &[Tensor<1>]| flat(op(&s.with_values(v[0].clone().reshape(dims))));
-    let report = gradcheck(f, &[GradInput::sparse("values", s)], GradcheckOptions::default()).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert_eq!(report.checked, dims[0] * dims[1], "{what}");
+    check_sparse_grad(s, what, GradcheckOptions::default(), |x| op(&x));
 }
 
 #[test]

@@ -6,59 +6,13 @@
 //! Gradients: `gradcheck` of both functions on COO and CSR (and the other layouts), through the
 //! values and through `to_dense`.
 
+mod common_ops;
+
 use burn::tensor::{activation, DType, Device, Tensor, TensorData};
+use common_ops::{ad, assert_near, flat, floats, halves_reversed, ints, numel, Kind, Rng};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 use sparsegrad::sparse as sp;
-
-/// A splitmix stream: the data of a case follows from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A value in ±[0.5, 2): never zero, so the dense -> sparse conversion keeps it.
-    fn value(&mut self) -> f64 {
-        let v = 0.5 + 1.5 * self.unit();
-        if self.next() & 1 == 0 { v } else { -v }
-    }
-}
-
-fn numel(s: &[usize]) -> usize {
-    s.iter().product()
-}
-
-fn host<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    t.into_data().iter::<f64>().collect()
-}
-
-fn host_int<const D: usize>(t: Tensor<D, burn::tensor::Int>) -> Vec<i64> {
-    t.into_data().iter::<i64>().collect()
-}
-
-fn flat<const D: usize>(t: Tensor<D>) -> Tensor<1> {
-    let n = t.shape().num_elements();
-    t.reshape([n])
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Coo,
-    /// Uncoalesced COO: every entry split in two halves, the copies appended in reverse order.
-    CooDup,
-    Csr,
-    Csc,
-    Bsr([usize; 2]),
-    Bsc([usize; 2]),
-}
 
 /// Host data of `shape` whose first `indexed` dims form a random pattern of about `density`
 /// (dense items fully non-zero), with the slice at 1 along dim 0 and at 2 along dim 1 empty.
@@ -78,28 +32,16 @@ fn pattern_data(shape: &[usize], indexed: usize, density: f64, rng: &mut Rng) ->
     data
 }
 
-/// A sparse tensor of `kind` holding `data`; `V` is the rank of COO values (1 + dense dims).
+/// A sparse tensor of `kind` holding `data`; `V` is the rank of COO values (1 + dense dims). As
+/// `CooDup` every entry is split in two halves, the copies appended in reverse order.
 fn make<const D: usize, const V: usize>(data: &[f64], shape: [usize; D], kind: Kind, dense_dim: usize, dtype: DType, device: &Device) -> SparseTensor<D> {
     let dense = Tensor::<D>::from_data(TensorData::new(data.to_vec(), shape), (device, dtype));
-    let (layout, blocksize) = match kind {
-        Kind::Coo | Kind::CooDup => (Layout::Coo, None),
-        Kind::Csr => (Layout::Csr, None),
-        Kind::Csc => (Layout::Csc, None),
-        Kind::Bsr(b) => (Layout::Bsr, Some(b)),
-        Kind::Bsc(b) => (Layout::Bsc, Some(b)),
-    };
+    let (layout, blocksize) = kind.layout();
     let s = dense.to_sparse_with(SparseSpec { layout, dense_dim, blocksize, index_dtype: DType::I64 }).unwrap();
     if kind != Kind::CooDup {
         return s;
     }
-    let (idx, n) = (s.indices_raw().unwrap(), s.nnz());
-    let halves = s.values_raw::<V>().unwrap() * 0.5;
-    let rev = Tensor::<1, burn::tensor::Int>::from_data(TensorData::new((0..n as i64).rev().collect::<Vec<_>>(), [n]), (device, DType::I64));
-    let indices = Tensor::cat(vec![idx.clone(), idx.select(1, rev.clone())], 1);
-    let values = Tensor::cat(vec![halves.clone(), halves.select(0, rev)], 0);
-    let u = SparseTensor::coo(indices, values, shape).unwrap();
-    assert!(n < 2 || !u.is_coalesced());
-    u
+    halves_reversed::<D, V>(&s)
 }
 
 /// burn's dense softmax along `dim` of `s` with -inf at unspecified positions, read at the
@@ -109,7 +51,7 @@ fn reference<const D: usize>(s: &SparseTensor<D>, dim: usize, log: bool) -> Vec<
     let shape = c.shape();
     let sd = c.sparse_dim();
     let item = numel(&shape[sd..]);
-    let (idx, vals, n) = (host_int(c.indices().unwrap()), host(c.values_flat()), c.nnz());
+    let (idx, vals, n) = (ints(c.indices().unwrap()), floats(c.values_flat()), c.nnz());
     let mut full = vec![f64::NEG_INFINITY; numel(&shape)];
     let mut stored = vec![false; full.len()];
     for j in 0..n {
@@ -121,21 +63,14 @@ fn reference<const D: usize>(s: &SparseTensor<D>, dim: usize, log: bool) -> Vec<
     }
     let t = Tensor::<D>::from_data(TensorData::new(full, shape), (&Device::flex(), DType::F64));
     let r = if log { activation::log_softmax(t, dim) } else { activation::softmax(t, dim) };
-    host(r).into_iter().zip(stored).map(|(v, s)| if s { v } else { 0.0 }).collect()
-}
-
-fn assert_close(actual: &[f64], expected: &[f64], tol: f64, what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: length");
-    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
-        assert!((a - e).abs() <= tol * (1.0 + e.abs()), "{what}: element {i}: {a} != {e}");
-    }
+    floats(r).into_iter().zip(stored).map(|(v, s)| if s { v } else { 0.0 }).collect()
 }
 
 /// Both functions along `dim` against the reference: values, pattern (the coalesced input's),
 /// layout.
 fn check<const D: usize>(s: &SparseTensor<D>, dim: usize, what: &str) {
     let tol = if s.dtype() == DType::F64 { 1e-12 } else { 2e-6 };
-    let pattern = |t: &SparseTensor<D>| host_int(t.to_sparse_coo().coalesce().indices().unwrap());
+    let pattern = |t: &SparseTensor<D>| ints(t.to_sparse_coo().coalesce().indices().unwrap());
     for log in [false, true] {
         let what = format!("{what} dim {dim} log {log}");
         let y = if log { sp::log_softmax(s, dim) } else { sp::softmax(s, dim) };
@@ -143,7 +78,7 @@ fn check<const D: usize>(s: &SparseTensor<D>, dim: usize, what: &str) {
         assert!(y.is_coalesced(), "{what}: the result is coalesced");
         assert_eq!(y.nnz(), s.coalesce().nnz(), "{what}: one output per stored element");
         assert_eq!(pattern(&y), pattern(s), "{what}: the input's pattern");
-        assert_close(&host(y.to_dense()), &reference(s, dim, log), tol, &what);
+        assert_near(&floats(y.to_dense()), &reference(s, dim, log), tol, &what);
     }
 }
 
@@ -170,15 +105,15 @@ fn a_small_matrix_by_hand() {
     let d = Tensor::<2>::from_data(TensorData::new(vec![1.0f64, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 4.0, 0.0], [3, 3]), (&device, DType::F64));
     let s = d.to_sparse().unwrap();
     let (e1, e2, e3, e4) = (1f64.exp(), 2f64.exp(), 3f64.exp(), 4f64.exp());
-    let rows = host(sp::softmax(&s, 1).to_dense());
+    let rows = floats(sp::softmax(&s, 1).to_dense());
     let expected = [e1 / (e1 + e2), 0.0, e2 / (e1 + e2), 0.0, 0.0, 0.0, e3 / (e3 + e4), e4 / (e3 + e4), 0.0];
-    assert_close(&rows, &expected, 1e-15, "dim 1");
-    let cols = host(sp::softmax(&s, 0).to_dense());
+    assert_near(&rows, &expected, 1e-15, "dim 1");
+    let cols = floats(sp::softmax(&s, 0).to_dense());
     let expected = [e1 / (e1 + e3), 0.0, 1.0, 0.0, 0.0, 0.0, e3 / (e1 + e3), 1.0, 0.0];
-    assert_close(&cols, &expected, 1e-15, "dim 0");
-    let logs = host(sp::log_softmax(&s, 1).values_flat());
+    assert_near(&cols, &expected, 1e-15, "dim 0");
+    let logs = floats(sp::log_softmax(&s, 1).values_flat());
     let expected = [1.0 - (e1 + e2).ln(), 2.0 - (e1 + e2).ln(), 3.0 - (e3 + e4).ln(), 4.0 - (e3 + e4).ln()];
-    assert_close(&logs, &expected, 1e-15, "log dim 1");
+    assert_near(&logs, &expected, 1e-15, "log dim 1");
 }
 
 #[test]
@@ -247,12 +182,12 @@ fn empty_tensors_and_empty_slices() {
     let data = pattern_data(&[5, 5], 2, 0.9, &mut rng);
     let s = make::<2, 1>(&data, [5, 5], Kind::Csr, 0, DType::F64, &Device::flex());
     for dim in 0..2 {
-        let d = host(sp::softmax(&s, dim).to_dense());
+        let d = floats(sp::softmax(&s, dim).to_dense());
         assert!(d[5..10].iter().all(|&v| v == 0.0), "row 1 stays empty");
         assert!((0..5).all(|r| d[r * 5 + 2] == 0.0), "column 2 stays empty");
     }
     // Every stored element of a row: the outputs sum to 1.
-    let y = host(sp::softmax(&s, 1).to_dense());
+    let y = floats(sp::softmax(&s, 1).to_dense());
     for r in [0, 2, 3, 4] {
         let sum: f64 = y[r * 5..r * 5 + 5].iter().sum();
         assert!((sum - 1.0).abs() < 1e-14 || y[r * 5..r * 5 + 5].iter().all(|&v| v == 0.0), "row {r} sums to {sum}");
@@ -292,10 +227,6 @@ fn bad_dims_are_errors() {
 }
 
 // ---------------------------------------------------------------- gradients
-
-fn ad() -> Device {
-    Device::flex().autodiff()
-}
 
 /// gradcheck of both functions along `dim`, read through the values and through `to_dense`.
 fn gradcheck_softmax<const D: usize>(s: &SparseTensor<D>, dim: usize, what: &str) {
@@ -361,13 +292,13 @@ fn the_backward_rule_in_closed_form() {
     let y = sp::softmax(&s, 1);
     let wt = Tensor::<2>::from_data(TensorData::new(w.to_vec(), [4, 1]), (&ad(), DType::F64));
     let grads = (y.values_flat() * wt).sum().backward();
-    let g = host(v.grad(&grads).unwrap());
+    let g = floats(v.grad(&grads).unwrap());
     let e: Vec<f64> = x.iter().map(|v| v.exp()).collect();
     let z: f64 = e.iter().sum();
     let yv: Vec<f64> = e.iter().map(|v| v / z).collect();
     let dot: f64 = yv.iter().zip(&w).map(|(a, b)| a * b).sum();
     let expected: Vec<f64> = yv.iter().zip(&w).map(|(y, w)| y * (w - dot)).collect();
-    assert_close(&g, &expected, 1e-14, "softmax rule");
+    assert_near(&g, &expected, 1e-14, "softmax rule");
     // log_softmax: g - exp(y) * sum(g) = w - softmax * sum(w). A fresh graph: burn's tape is
     // consumed by a backward pass.
     let i = Tensor::<2, burn::tensor::Int>::from_data(TensorData::new(vec![0i64, 0, 0, 0, 0, 2, 3, 5], [2, 4]), (&ad(), DType::I64));
@@ -375,8 +306,8 @@ fn the_backward_rule_in_closed_form() {
     let y = sp::log_softmax(&SparseTensor::coo(i, v.clone(), [1, 6]).unwrap(), 1);
     let wt = Tensor::<2>::from_data(TensorData::new(w.to_vec(), [4, 1]), (&ad(), DType::F64));
     let grads = (y.values_flat() * wt).sum().backward();
-    let g = host(v.grad(&grads).unwrap());
+    let g = floats(v.grad(&grads).unwrap());
     let sw: f64 = w.iter().sum();
     let expected: Vec<f64> = yv.iter().zip(&w).map(|(y, w)| w - y * sw).collect();
-    assert_close(&g, &expected, 1e-14, "log_softmax rule");
+    assert_near(&g, &expected, 1e-14, "log_softmax rule");
 }

@@ -3,34 +3,16 @@
 //! pruned `burn::nn::Linear`) and their errors, Adam training that keeps the pattern, and a
 //! save/load round trip through burn records.
 
+mod common_ops;
+
 use burn::module::{Module, Param, ParamId};
 use burn::nn::LinearConfig;
-use burn::optim::{AdamConfig, GradientsParams};
 use burn::store::ModuleRecord;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use common_ops::{assert_close_f32, f32s, input, ints, train, Net};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_magnitude, SparseLinear, SparseLinearConfig};
 use sparsegrad::prelude::*;
-
-fn f32s(t: Tensor<2>) -> Vec<f32> {
-    t.into_data().iter::<f32>().collect()
-}
-
-fn ints(t: Tensor<1, Int>) -> Vec<i64> {
-    t.into_data().iter::<i64>().collect()
-}
-
-fn input(rows: usize, cols: usize, device: &Device) -> Tensor<2> {
-    let v: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0).collect();
-    Tensor::from_data(TensorData::new(v, [rows, cols]), device)
-}
-
-fn assert_close(a: &[f32], b: &[f32], tol: f32) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol * y.abs().max(1.0), "element {i}: {x} vs {y}");
-    }
-}
 
 /// `x Wᵀ + b` with the dense weight.
 fn dense_reference(layer: &SparseLinear, x: Tensor<2>) -> Tensor<2> {
@@ -77,16 +59,16 @@ fn forward_matches_dense_reference() {
     let layer = SparseLinearConfig::new(24, 9).with_density(0.3).with_seed(Some(1)).init(&device);
     let x = input(7, 24, &device);
     let expected = f32s(dense_reference(&layer, x.clone()));
-    assert_close(&f32s(layer.forward(x.clone())), &expected, 1e-5);
+    assert_close_f32(&f32s(layer.forward(x.clone())), &expected, 1e-5);
     // Leading dims are batch dims.
     let y3 = layer.forward(x.clone().reshape([7, 1, 24]));
     assert_eq!(y3.dims(), [7, 1, 9]);
-    assert_close(&y3.into_data().iter::<f32>().collect::<Vec<_>>(), &expected, 1e-5);
+    assert_close_f32(&f32s(y3), &expected, 1e-5);
     // Without bias, and with a pattern that leaves whole rows and columns empty.
     let config = SparseLinearConfig::new(24, 9).with_density(0.02).with_bias(false).with_seed(Some(2));
     let sparse = config.init(&device);
     assert_eq!(sparse.nnz(), 4);
-    assert_close(&f32s(sparse.forward(x.clone())), &f32s(dense_reference(&sparse, x)), 1e-5);
+    assert_close_f32(&f32s(sparse.forward(x.clone())), &f32s(dense_reference(&sparse, x)), 1e-5);
 }
 
 #[test]
@@ -122,7 +104,7 @@ fn built_from_patterns_weights_and_dense_layers() {
     assert_eq!(f32s(pruned.weight().to_dense()), f32s(w.clone()));
     let x = input(5, 16, &device);
     let expected = f32s(x.clone().matmul(w.transpose()) + linear.bias.as_ref().unwrap().val().unsqueeze::<2>());
-    assert_close(&f32s(pruned.forward(x)), &expected, 1e-5);
+    assert_close_f32(&f32s(pruned.forward(x)), &expected, 1e-5);
     assert!(SparseLinear::from_linear(&linear, -0.5).is_err());
 }
 
@@ -155,18 +137,6 @@ fn gradcheck_values_bias_and_input() {
     assert_eq!(report.checked, 6 + 3 + 24);
 }
 
-#[derive(Module, Debug)]
-struct Net {
-    l0: SparseLinear,
-    l1: SparseLinear,
-}
-
-impl Net {
-    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        self.l1.forward(self.l0.forward(x).tanh())
-    }
-}
-
 #[test]
 fn adam_training_keeps_the_pattern_and_lowers_the_loss() {
     let device = Device::flex().autodiff();
@@ -174,24 +144,16 @@ fn adam_training_keeps_the_pattern_and_lowers_the_loss() {
         l0: SparseLinearConfig::new(20, 16).with_density(0.3).with_seed(Some(seed)).init(&device),
         l1: SparseLinearConfig::new(16, 3).with_density(0.5).with_seed(Some(seed + 1)).init(&device),
     };
-    let mut model = init(10);
+    let model = init(10);
     let teacher = init(20);
     let x = input(32, 20, &device);
     let target = teacher.forward(x.clone()).detach();
-    let (crow, col, values) = (ints(model.l0.crow.val()), ints(model.l0.col.val()), model.l0.values.val().into_data().iter::<f32>().collect::<Vec<_>>());
-    let mut optim = AdamConfig::new().init();
-    let mse = |m: &Net| (m.forward(x.clone()) - target.clone()).powi_scalar(2).mean();
-    let first = mse(&model).into_scalar::<f32>();
-    for _ in 0..60 {
-        let loss = mse(&model);
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optim.step(0.01, model, grads);
-    }
-    let last = mse(&model).into_scalar::<f32>();
+    let (crow, col, values) = (ints(model.l0.crow.val()), ints(model.l0.col.val()), f32s(model.l0.values.val()));
+    let (model, first, last) = train(model, &x, &target);
     assert!(last < first / 3.0, "loss {first} -> {last}");
     assert_eq!((ints(model.l0.crow.val()), ints(model.l0.col.val())), (crow, col));
     assert_eq!(model.l0.nnz(), 96);
-    let trained: Vec<f32> = model.l0.values.val().into_data().iter::<f32>().collect();
+    let trained = f32s(model.l0.values.val());
     assert_eq!(trained.len(), values.len());
     assert!(trained.iter().zip(&values).filter(|(a, b)| a != b).count() > values.len() / 2, "the values trained");
 }

@@ -1,10 +1,17 @@
-//! Shared helpers of the op tests (`elementwise`, `unary`, `reduce`, `spdiags`): tensors from host
-//! data, the same matrix in every layout (uncoalesced COO with duplicates included), NaN-aware
-//! comparison with a dense reference, and gradcheck of a function of sparse values.
+//! Shared helpers of the integration tests, kept in one place so that every test draws its
+//! data from the same generator and builds tensors the same way: the seeded [`Rng`], tensors
+//! from host data and back, the same matrix in every layout (uncoalesced COO with duplicates
+//! included), comparisons with a dense reference, gradcheck of a function of sparse values, the
+//! random operands of the product tests, and the two-layer model the `nn` layer tests train.
+//!
+//! Each test target compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
+use burn::module::{Module, ModuleDisplay};
+use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::nn::{SemiStructuredLinear, SparseLinear};
 use sparsegrad::prelude::*;
 
 pub fn dev() -> Device {
@@ -25,16 +32,38 @@ pub fn dense<const D: usize>(data: &[f64], shape: [usize; D], dtype: DType) -> T
     dense_on(data, shape, dtype, &dev())
 }
 
+/// An f64 tensor on the autodiff device: the leaves and templates of the gradient tests.
+pub fn f64s<const D: usize>(data: &[f64], shape: [usize; D]) -> Tensor<D> {
+    Tensor::from_data(TensorData::new(data.to_vec(), shape), (&ad(), DType::F64))
+}
+
+/// An index tensor of `dtype` (I32 or I64) holding `data`, on `device`.
+pub fn index_on<const D: usize>(data: &[i64], shape: [usize; D], dtype: DType, device: &Device) -> Tensor<D, Int> {
+    let data = match dtype {
+        DType::I32 => TensorData::new(data.iter().map(|&v| v as i32).collect::<Vec<_>>(), shape),
+        _ => TensorData::new(data.to_vec(), shape),
+    };
+    Tensor::from_data(data, (device, dtype))
+}
+
 pub fn int_on<const D: usize>(data: &[i64], shape: [usize; D], device: &Device) -> Tensor<D, Int> {
-    Tensor::from_data(TensorData::new(data.to_vec(), shape), (device, DType::I64))
+    index_on(data, shape, DType::I64, device)
 }
 
 pub fn floats<const D: usize>(t: Tensor<D>) -> Vec<f64> {
     t.into_data().iter::<f64>().collect()
 }
 
+pub fn f32s<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data().iter::<f32>().collect()
+}
+
 pub fn ints<const D: usize>(t: Tensor<D, Int>) -> Vec<i64> {
     t.into_data().iter::<i64>().collect()
+}
+
+pub fn numel(s: &[usize]) -> usize {
+    s.iter().product()
 }
 
 /// Element-wise `|a - e| <= tol * (1 + |e|)`, NaN matching NaN and infinities matching exactly.
@@ -57,7 +86,25 @@ pub fn tol(dtype: DType) -> f64 {
     if dtype == DType::F32 { 1e-5 } else { 1e-12 }
 }
 
-/// A splitmix stream: the data of a case follows from its seed.
+/// Element-wise `|a - e| <= tol * (1 + |e|)` for results that must be finite: unlike
+/// [`assert_close`], a NaN or an infinity on either side fails.
+pub fn assert_near(actual: &[f64], expected: &[f64], tol: f64, what: &str) {
+    assert_eq!(actual.len(), expected.len(), "{what}: length");
+    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+        assert!((a - e).abs() <= tol * (1.0 + e.abs()), "{what}: element {i}: {a} != {e}");
+    }
+}
+
+/// Element-wise `|a - e| <= tol * max(|e|, 1)` in f32, the precision of the `nn` layers.
+pub fn assert_close_f32(actual: &[f32], expected: &[f32], tol: f32) {
+    assert_eq!(actual.len(), expected.len());
+    for (i, (x, y)) in actual.iter().zip(expected).enumerate() {
+        assert!((x - y).abs() <= tol * y.abs().max(1.0), "element {i}: {x} vs {y}");
+    }
+}
+
+/// A splitmix stream: the data of a case follows from its seed. Tests depend on the exact
+/// sequence each method draws, so changing one changes the data of every seeded case.
 pub struct Rng(pub u64);
 
 impl Rng {
@@ -69,6 +116,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
     /// Uniform in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
@@ -77,6 +129,23 @@ impl Rng {
     /// Uniform in `lo..hi`.
     pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
+    }
+
+    /// A value in ±[0.5, 2): never zero, so the pattern of a matrix is the set of its non-zeros,
+    /// and far enough from zero that a gradcheck perturbation never changes the pattern.
+    pub fn value(&mut self) -> f64 {
+        let v = 0.5 + 1.5 * self.unit();
+        if self.next() & 1 == 0 { v } else { -v }
+    }
+
+    pub fn values(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.value()).collect()
+    }
+
+    /// A non-zero small integer in ±[1, 5]: sums of them stay exact in f32.
+    pub fn nonzero(&mut self) -> f32 {
+        let v = (1 + self.below(5)) as f32;
+        if self.next() & 1 == 0 { v } else { -v }
     }
 }
 
@@ -171,4 +240,176 @@ pub fn check_sparse_grad<const D: usize, const E: usize>(s: &SparseTensor<D>, na
 /// `s` moved to the autodiff device with f64 values (a gradcheck template).
 pub fn on_ad<const D: usize>(dense_data: &[f64], shape: [usize; D], to: impl Fn(Tensor<D>) -> SparseTensor<D>) -> SparseTensor<D> {
     to(dense_on(dense_data, shape, DType::F64, &ad()))
+}
+
+/// Runs gradcheck and asserts that every input element was checked.
+pub fn gradcheck_all(name: &str, f: impl Fn(&[Tensor<1>]) -> Tensor<1>, inputs: &[GradInput]) {
+    let report = gradcheck(f, inputs, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(report.checked, inputs.iter().map(|i| i.values.len()).sum::<usize>(), "{name}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operands of the product, softmax and shape tests.
+
+/// How a test stores a sparse operand.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    Coo,
+    /// Uncoalesced COO. How the duplicates split each value is the builder's choice: see
+    /// [`split_entries`] and [`halves_reversed`].
+    CooDup,
+    Csr,
+    Csc,
+    Bsr([usize; 2]),
+    Bsc([usize; 2]),
+}
+
+impl Kind {
+    /// The layout and block size a dense tensor converts to (plain COO for `CooDup`, which its
+    /// builder then uncoalesces).
+    pub fn layout(self) -> (Layout, Option<[usize; 2]>) {
+        match self {
+            Kind::Coo | Kind::CooDup => (Layout::Coo, None),
+            Kind::Csr => (Layout::Csr, None),
+            Kind::Csc => (Layout::Csc, None),
+            Kind::Bsr(b) => (Layout::Bsr, Some(b)),
+            Kind::Bsc(b) => (Layout::Bsc, Some(b)),
+        }
+    }
+}
+
+/// The COO tensor `s` with every entry stored twice holding half its value (or sub-tensor), the
+/// second copies in reverse entry order. `V` is the rank of `s.values_shape()`.
+pub fn halves_reversed<const D: usize, const V: usize>(s: &SparseTensor<D>) -> SparseTensor<D> {
+    let (idx, n, device) = (s.indices_raw().unwrap(), s.nnz(), s.device());
+    let halves = s.values_raw::<V>().unwrap() * 0.5;
+    let rev = int_on(&(0..n as i64).rev().collect::<Vec<_>>(), [n], &device);
+    let indices = Tensor::cat(vec![idx.clone(), idx.select(1, rev.clone())], 1);
+    let values = Tensor::cat(vec![halves.clone(), halves.select(0, rev)], 0);
+    let u = SparseTensor::coo(indices, values, s.shape()).unwrap();
+    assert!(n < 2 || !u.is_coalesced());
+    u
+}
+
+/// The non-zeros of the dense host tensor `data` of `shape` as uncoalesced COO: each entry
+/// split into `extra(rng)` random parts plus the remainder (so the duplicates sum to it), all
+/// shuffled. Returns the `[D, n]` indices and the `n` values.
+pub fn split_entries<const D: usize>(data: &[f64], shape: [usize; D], extra: impl Fn(&mut Rng) -> usize, rng: &mut Rng) -> (Vec<i64>, Vec<f64>) {
+    let (mut tuples, mut vals) = (vec![], vec![]);
+    for (lin, &v) in data.iter().enumerate() {
+        if v == 0.0 {
+            continue;
+        }
+        let mut t = vec![0i64; D];
+        let mut rest = lin;
+        for d in (0..D).rev() {
+            t[d] = (rest % shape[d]) as i64;
+            rest /= shape[d];
+        }
+        let mut left = v;
+        for _ in 0..extra(rng) {
+            let part = rng.value();
+            left -= part;
+            tuples.push(t.clone());
+            vals.push(part);
+        }
+        tuples.push(t);
+        vals.push(left);
+    }
+    for i in (1..tuples.len()).rev() {
+        let j = rng.below(i + 1);
+        tuples.swap(i, j);
+        vals.swap(i, j);
+    }
+    let idx = (0..D).flat_map(|d| tuples.iter().map(move |t| t[d])).collect();
+    (idx, vals)
+}
+
+/// A `rows x cols` matrix with about `density` of its entries non-zero, rows `empty_rows` and
+/// columns `empty_cols` all zero.
+pub fn matrix(rows: usize, cols: usize, density: f64, empty_rows: &[usize], empty_cols: &[usize], rng: &mut Rng) -> Vec<f64> {
+    let mut a = vec![0.0; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            if rng.unit() < density && !empty_rows.contains(&r) && !empty_cols.contains(&c) {
+                a[r * cols + c] = rng.value();
+            }
+        }
+    }
+    a
+}
+
+/// `[batch, rows, cols]` with `per_batch` full `block`s in every batch entry (equal counts, as
+/// batched compressed tensors need), none in block row `skip.1` of batch entry `skip.0`.
+pub fn batched(batch: usize, rows: usize, cols: usize, block: [usize; 2], per_batch: usize, skip: (usize, usize), rng: &mut Rng) -> Vec<f64> {
+    let (gr, gc) = (rows / block[0], cols / block[1]);
+    let mut data = vec![0.0; batch * rows * cols];
+    for b in 0..batch {
+        let mut cells: Vec<usize> = (0..gr * gc).filter(|&g| !(b == skip.0 && g / gc == skip.1)).collect();
+        for i in 0..per_batch {
+            let j = i + rng.below(cells.len() - i);
+            cells.swap(i, j);
+        }
+        for &g in &cells[..per_batch] {
+            for i in 0..block[0] {
+                for j in 0..block[1] {
+                    data[(b * rows + g / gc * block[0] + i) * cols + g % gc * block[1] + j] = rng.value();
+                }
+            }
+        }
+    }
+    data
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `nn` layer tests: one model and one training loop for both sparse linear layers.
+
+/// A deterministic `[rows, cols]` f32 input in [-1, 1].
+pub fn input(rows: usize, cols: usize, device: &Device) -> Tensor<2> {
+    let v: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0).collect();
+    Tensor::from_data(TensorData::new(v, [rows, cols]), device)
+}
+
+/// A layer that [`Net`] can stack (`ModuleDisplay`: the derived `Module` of `Net` prints it).
+pub trait Layer: Module + ModuleDisplay {
+    fn apply(&self, x: Tensor<2>) -> Tensor<2>;
+}
+
+impl Layer for SparseLinear {
+    fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+        self.forward(x)
+    }
+}
+
+impl Layer for SemiStructuredLinear {
+    fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+        self.forward(x)
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct Net<L: Module> {
+    pub l0: L,
+    pub l1: L,
+}
+
+impl<L: Layer> Net<L> {
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.l1.apply(self.l0.apply(x).tanh())
+    }
+}
+
+/// 60 Adam steps (lr 0.01) on the mean squared error of `model` on `x` against `target`: the
+/// trained model and the loss before and after.
+pub fn train<L: Layer>(mut model: Net<L>, x: &Tensor<2>, target: &Tensor<2>) -> (Net<L>, f32, f32) {
+    let mut optim = AdamConfig::new().init();
+    let mse = |m: &Net<L>| (m.forward(x.clone()) - target.clone()).powi_scalar(2).mean();
+    let first = mse(&model).into_scalar::<f32>();
+    for _ in 0..60 {
+        let loss = mse(&model);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(0.01, model, grads);
+    }
+    let last = mse(&model).into_scalar::<f32>();
+    (model, first, last)
 }
