@@ -20,7 +20,7 @@
 
 use crate::flex::*;
 use crate::semi_structured::{kept_columns, WORD_COLUMNS};
-use crate::spmm::{Aligned, Real, SendPtr, SpmmKernels};
+use crate::spmm::{Real, Scratch, SendPtr, SpmmKernels};
 use burn::backend::flex::FlexTensor;
 use burn::backend::{
     backend_extension,
@@ -181,9 +181,11 @@ fn block_rows_dispatch<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols:
 
 /// Columns `[t0, t0 + w)` of `B [k, n]` as a contiguous, aligned `[k, nt]` panel (zero past
 /// `w`); with `b_t`, `B` is given as its transpose `[n, k]` (rows `t0..t0 + w` are read).
-fn pack_panel<T: Real>(b: &[T], b_t: bool, k: usize, n: usize, t0: usize, w: usize, nt: usize) -> Aligned<T> {
+/// In a pooled buffer, as the other scratch arrays of the kernels (a fresh multi-megabyte
+/// allocation faults in every page).
+fn pack_panel<T: Real>(b: &[T], b_t: bool, k: usize, n: usize, t0: usize, w: usize, nt: usize) -> Scratch<T> {
     const BLOCK: usize = 256;
-    let mut p = Aligned::zeroed(k * nt);
+    let mut p = Scratch::splat(k * nt, T::default());
     p.get_mut().par_chunks_mut(nt * BLOCK).enumerate().for_each(|(blk, dst)| {
         let c0 = blk * BLOCK;
         let rows = dst.len() / nt;
@@ -221,14 +223,14 @@ pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &
         return vec![T::default(); rows * n];
     }
     let panels: Vec<(usize, usize)> = (0..n).step_by(nt).map(|t0| (t0, nt.min(n - t0))).collect();
-    let packed: Vec<Aligned<T>> = panels.iter().map(|&(t0, w)| pack_panel(b, transposed, cols, n, t0, w, nt)).collect();
+    let packed: Vec<Scratch<T>> = panels.iter().map(|&(t0, w)| pack_panel(b, transposed, cols, n, t0, w, nt)).collect();
     let tasks: Vec<(usize, usize)> = (0..panels.len()).flat_map(|p| (0..rows).step_by(RB).map(move |r0| (p, r0))).collect();
     let dst = SendPtr(out.as_mut_ptr());
     tasks.into_par_iter().for_each(|(p, r0)| {
         let r1 = (r0 + RB).min(rows);
         let (t0, w) = panels[p];
         let bp = packed[p].get();
-        let mut acc = Aligned::zeroed((r1 - r0) * nt);
+        let mut acc = Scratch::splat((r1 - r0) * nt, T::default());
         let acc = acc.get_mut();
         match nt {
             256 => block_rows_dispatch::<T, 256>(meta, vals, cols, bp, r0, r1, acc),

@@ -411,30 +411,6 @@ fn panel_width<T>(k: usize, n: usize) -> usize {
     }
 }
 
-/// A zeroed buffer of `len` elements whose slice `[off..off + len]` starts on a 64-byte
-/// boundary: a vector load that straddles two cache lines costs two, and a large `Vec` sits
-/// 16 bytes past a page boundary.
-pub(crate) struct Aligned<T> {
-    buf: Vec<T>,
-    off: usize,
-    len: usize,
-}
-
-impl<T: Real> Aligned<T> {
-    pub(crate) fn zeroed(len: usize) -> Self {
-        let pad = 64 / core::mem::size_of::<T>();
-        let buf = vec![T::default(); len + pad];
-        let off = buf.as_ptr().align_offset(64).min(pad);
-        Self { buf, off, len }
-    }
-    pub(crate) fn get(&self) -> &[T] {
-        &self.buf[self.off..self.off + self.len]
-    }
-    pub(crate) fn get_mut(&mut self) -> &mut [T] {
-        &mut self.buf[self.off..self.off + self.len]
-    }
-}
-
 /// Scratch buffers kept for the next call: a fresh multi-megabyte allocation is mapped anew by
 /// the allocator each time and pays a page fault per page (measured: a fifth of the 4096 x 128
 /// product at 1 %). At most [`SCRATCH_KEPT`] buffers are held.
@@ -492,9 +468,26 @@ impl<T: Copy + Send + Sync> Scratch<T> {
         unsafe { Self::filled(idx.len(), |out| gather_into(src, idx, out)) }
     }
 
+    /// `len` copies of `value`.
+    pub(crate) fn splat(len: usize, value: T) -> Self {
+        // SAFETY: every element is written.
+        unsafe {
+            Self::filled(len, |out| {
+                for o in out {
+                    o.write(value);
+                }
+            })
+        }
+    }
+
     pub(crate) fn get(&self) -> &[T] {
         // SAFETY: `filled` initialised `len` elements at `off`, 64-byte aligned.
         unsafe { core::slice::from_raw_parts(self.buf.as_ptr().add(self.off) as *const T, self.len) }
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `get`, and `self` is borrowed mutably.
+        unsafe { core::slice::from_raw_parts_mut(self.buf.as_mut_ptr().add(self.off) as *mut T, self.len) }
     }
 }
 
