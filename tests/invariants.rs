@@ -288,11 +288,15 @@ fn nse_too_large_for_index_dtype() {
     let spec = SparseSpec { index_dtype: DType::I8, ..SparseSpec::new(Layout::Csr) };
     let err = ones.clone().to_sparse_with(spec).unwrap_err();
     assert_eq!(err, SparseError::DimensionTooLarge { component: "nse", dim: 0, size: 400, index_dtype: "int8", max: 127 });
-    // COO holds coordinates, not counts: 400 entries with int8 indices are fine, CSR is not.
+    // COO holds coordinates, not counts: 400 entries with int8 indices are fine. Its CSR form
+    // counts them, so the conversion widens the indices (to int16) instead of failing or
+    // narrowing.
     let coo = ones.to_sparse_with(SparseSpec { index_dtype: DType::I8, ..SparseSpec::new(Layout::Coo) }).unwrap();
     assert_eq!(coo.nnz(), 400);
-    let err = coo.to_sparse_csr().unwrap_err();
-    assert_eq!(err, SparseError::DimensionTooLarge { component: "nse", dim: 0, size: 400, index_dtype: "int8", max: 127 });
+    let csr = coo.to_sparse_csr().unwrap();
+    assert_eq!(csr.index_dtype(), DType::I16);
+    assert_eq!(read_ints(csr.crow_indices::<1>().unwrap()), (0..=20).map(|r| 20 * r).collect::<Vec<i64>>());
+    assert_eq!(read_ints(csr.col_indices::<1>().unwrap()), (0..400).map(|j| j % 20).collect::<Vec<i64>>());
 }
 
 #[test]

@@ -9,17 +9,28 @@
 //! block-diagonal pattern of the batch, one kernel call for all entries.
 //!
 //! Shape errors panic with both shapes named, like burn's ops; the `try_` forms return them.
+//!
+//! Soundness: the product primitives are `unsafe` (the kernels walk the pattern through
+//! unchecked offsets), and this module calls them only with a [`Csr`], which only [`csr_of`] and
+//! [`block_diagonal`] build: from a tensor whose invariants were checked
+//! ([`SparseTensor::check_invariants`]), or derived from one with checked arithmetic. A dense
+//! result is sized with checked arithmetic and probed before the kernels allocate it, so an
+//! impossible one is an `Allocation` error, not an abort.
 
 use crate::products::SparseMatmul;
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 use sparsegrad_backend::algebra::sort::coalesce_plan;
+use sparsegrad_backend::algebra::validate::check_numel;
+use sparsegrad_backend::alloc::{ensure_allocatable, try_vec};
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::{gather_rows, scatter_add_rows};
-use sparsegrad_backend::util::{int_tensor, reshape, reshape_int};
+use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int};
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
 
 /// A sparse operand as a CSR pattern (`rows x cols`) with values, used as is or transposed.
+/// Built only by [`csr_of`] and [`block_diagonal`], from checked tensors: its pattern is valid,
+/// which the unsafe product primitives require.
 struct Csr {
     crow: Tensor<1, Int>,
     col: Tensor<1, Int>,
@@ -37,8 +48,9 @@ fn mismatch(operation: &'static str, a: &[usize], b: &[usize]) -> SparseError {
     invalid(operation, format!("shapes {a:?} and {b:?} cannot be multiplied"))
 }
 
-/// The CSR view of a 2-D sparse operand.
+/// The CSR view of a 2-D sparse operand (its invariants checked first).
 fn csr_of(a: &SparseTensor<2>, operation: &'static str) -> Result<Csr> {
+    a.check_invariants()?;
     if a.dense_dim() > 0 {
         return Err(invalid(operation, format!("hybrid operands (dense_dim {}) are not supported; the values must be scalars", a.dense_dim())));
     }
@@ -63,21 +75,39 @@ fn csr_of(a: &SparseTensor<2>, operation: &'static str) -> Result<Csr> {
     })
 }
 
-/// `pattern · x` (or `patternᵀ · x`) through the differentiable primitive.
-fn spmm(c: &Csr, x: Tensor<2>, transpose: bool) -> Tensor<2> {
-    Tensor::from_dispatch(<Dispatch as SparseMatmul>::sparse_spmm(
-        c.crow.clone().into_dispatch(),
-        c.col.clone().into_dispatch(),
-        c.values.clone().into_dispatch(),
-        x.into_dispatch(),
-        transpose,
-        c.cols,
-    ))
+/// `pattern · x` (or `patternᵀ · x`) through the differentiable primitive; `x` must be
+/// `[cols, n]` (`[rows, n]` transposed). An error when the `[rows, n]` (`[cols, n]`) result
+/// cannot be allocated.
+fn spmm(operation: &'static str, c: &Csr, x: Tensor<2>, transpose: bool) -> Result<Tensor<2>> {
+    let [inner, n] = x.dims();
+    let rows = c.crow.dims()[0] - 1;
+    let (expected, out_rows) = if transpose { (rows, c.cols) } else { (c.cols, rows) };
+    assert_eq!(inner, expected, "{operation}: the dense operand's rows (callers check the shapes)");
+    ensure_allocatable(out_rows.checked_mul(n).unwrap_or(usize::MAX), x.dtype().size(), operation)?;
+    // SAFETY: `c` is a `Csr`, built from a checked tensor (its type's invariant): a valid pattern
+    // `[rows, cols]`; `x` was checked above to be the operand the product reads.
+    Ok(Tensor::from_dispatch(unsafe {
+        <Dispatch as SparseMatmul>::sparse_spmm(
+            c.crow.clone().into_dispatch(),
+            c.col.clone().into_dispatch(),
+            c.values.clone().into_dispatch(),
+            x.into_dispatch(),
+            transpose,
+            c.cols,
+        )
+    }))
 }
 
-/// `out[j] = a[row j] · b[col j]` on a pattern, through the differentiable primitive.
-fn sddmm(crow: &Tensor<1, Int>, col: &Tensor<1, Int>, a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
-    Tensor::from_dispatch(<Dispatch as SparseMatmul>::sparse_sddmm(crow.clone().into_dispatch(), col.clone().into_dispatch(), a.into_dispatch(), b.into_dispatch()))
+/// `out[j] = a[row j] · b[col j]` on the pattern of `c` (its values unused), through the
+/// differentiable primitive: `a [rows, d]`, `b [cols, d]`.
+fn sddmm(c: &Csr, a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
+    let rows = c.crow.dims()[0] - 1;
+    assert_eq!((a.dims()[0], b.dims()[0], a.dims()[1]), (rows, c.cols, b.dims()[1]), "sddmm operands (callers check the shapes)");
+    // SAFETY: `c` is a `Csr`, a valid pattern `[rows, cols]` (its type's invariant), and the
+    // operands' shapes were checked above.
+    Tensor::from_dispatch(unsafe {
+        <Dispatch as SparseMatmul>::sparse_sddmm(c.crow.clone().into_dispatch(), c.col.clone().into_dispatch(), a.into_dispatch(), b.into_dispatch())
+    })
 }
 
 /// The right operand of [`mm`]: a dense matrix (dense result) or a sparse one (sparse result).
@@ -97,7 +127,7 @@ impl MatmulRhs for Tensor<2> {
             return Err(mismatch("mm", &[m, k], &self.dims()));
         }
         let c = csr_of(a, "mm")?;
-        Ok(spmm(&c, self, c.transposed))
+        spmm("mm", &c, self, c.transposed)
     }
 }
 
@@ -135,19 +165,41 @@ pub fn try_mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Result<Tensor<2
     }
     let c = csr_of(a, "mm_dense_sparse")?;
     // aᵀ xᵀ: for a = P that is Pᵀ xᵀ; for a = Pᵀ (CSC) it is P xᵀ.
-    Ok(spmm(&c, x.transpose(), !c.transposed).transpose())
+    Ok(spmm("mm_dense_sparse", &c, x.transpose(), !c.transposed)?.transpose())
 }
 
-/// torch's `sparse.addmm(input, mat1, mat2, beta, alpha)`: `beta * input + alpha * (mat1 @ mat2)`.
+/// torch's `sparse.addmm(input, mat1, mat2, beta, alpha)`: `beta * input + alpha * (mat1 @ mat2)`;
+/// `input` broadcasts to the product's shape. As torch, with `beta = 0` the input is ignored
+/// (its NaN and infinities are not propagated). Panics on mismatched shapes (see [`try_addmm`]).
 pub fn addmm(input: Tensor<2>, mat1: &SparseTensor<2>, mat2: Tensor<2>, beta: f64, alpha: f64) -> Tensor<2> {
-    input * beta + mm(mat1, mat2) * alpha
+    try_addmm(input, mat1, mat2, beta, alpha).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// torch's `mv`: sparse matrix @ dense vector.
+/// [`addmm`] returning shape and layout errors.
+pub fn try_addmm(input: Tensor<2>, mat1: &SparseTensor<2>, mat2: Tensor<2>, beta: f64, alpha: f64) -> Result<Tensor<2>> {
+    let product = try_mm(mat1, mat2)?;
+    let [m, n] = product.dims();
+    let [im, in_] = input.dims();
+    if !((im == m || im == 1) && (in_ == n || in_ == 1)) {
+        return Err(invalid("addmm", format!("input of shape [{im}, {in_}] does not broadcast to the product's [{m}, {n}]")));
+    }
+    let product = if alpha == 1.0 { product } else { product * alpha };
+    if beta == 0.0 || m * n == 0 {
+        return Ok(product);
+    }
+    Ok(product + if beta == 1.0 { input } else { input * beta })
+}
+
+/// torch's `mv`: sparse matrix @ dense vector. Panics on mismatched shapes (see [`try_mv`]).
 pub fn mv(a: &SparseTensor<2>, v: Tensor<1>) -> Tensor<1> {
+    try_mv(a, v).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`mv`] returning shape and layout errors.
+pub fn try_mv(a: &SparseTensor<2>, v: Tensor<1>) -> Result<Tensor<1>> {
     let k = v.dims()[0];
     let m = a.shape()[0];
-    reshape(mm(a, reshape(v, [k, 1])), [m])
+    Ok(reshape(try_mm(a, reshape(v, [k, 1]))?, [m]))
 }
 
 /// torch's `smm`: sparse @ dense with a sparse (COO) result, `sspaddmm(empty, a, x, 0, 1)` as
@@ -163,29 +215,40 @@ pub fn try_smm(a: &SparseTensor<2>, x: Tensor<2>) -> Result<SparseTensor<2>> {
     try_sspaddmm(&empty, a, x, 0.0, 1.0)
 }
 
-/// The CSR pattern of a (batched) compressed tensor as one block-diagonal pattern: batch entry
-/// `b`'s rows and columns are offset by `b * rows` and `b * cols`. Returns `(crow, col)`.
-fn block_diagonal<const D: usize>(s: &SparseTensor<D>) -> (Tensor<1, Int>, Tensor<1, Int>) {
-    let (c, p) = s.compressed_indices_flat().expect("compressed layout");
+/// The pattern of a batched CSR tensor (`[batch, rows, cols]`, its invariants checked) as one
+/// block-diagonal CSR pattern `[batch * rows, batch * cols]`: batch entry `b`'s rows and
+/// columns are offset by `b * rows` and `b * cols`, its entries by `b * nse`. The offsets are
+/// computed with checked arithmetic, and the indices widened when the block-diagonal sizes do
+/// not fit the tensor's index dtype (an int8 batch of 100-column matrices needs int16).
+fn block_diagonal<const D: usize>(s: &SparseTensor<D>, operation: &'static str) -> Result<Csr> {
+    s.check_invariants()?;
+    let (c, p) = s.compressed_indices_flat().ok_or(SparseError::UnsupportedLayout { operation, layout: s.layout().name() })?;
     let [batch, rows1] = c.dims();
-    let nse = p.dims()[1];
-    let cols = s.shape()[D - 1];
+    let (rows, nse, cols) = (rows1 - 1, p.dims()[1], s.shape()[D - 1]);
+    let too_large = || invalid(operation, format!("{batch} matrices [{rows}, {cols}] of {nse} entries each are too large for one block-diagonal pattern"));
+    let total_rows = batch.checked_mul(rows).ok_or_else(too_large)?;
+    let total_cols = batch.checked_mul(cols).ok_or_else(too_large)?;
+    let total_nnz = batch.checked_mul(nse).ok_or_else(too_large)?;
+    check_numel(&[total_rows, total_cols])?;
     let crow = with_ints(&c, |v| v.to_i64());
     let col = with_ints(&p, |v| v.to_i64());
-    let rows = rows1 - 1;
-    let mut bd_crow = Vec::with_capacity(batch * rows + 1);
+    let mut bd_crow = try_vec(total_rows + 1, "block-diagonal row pointers")?;
+    bd_crow.push(0);
     for b in 0..batch {
-        let skip = usize::from(b > 0);
-        bd_crow.extend(crow[b * rows1 + skip..(b + 1) * rows1].iter().map(|&v| v + (b * nse) as i64));
-    }
-    if batch == 0 {
-        bd_crow.push(0);
+        // Every offset is below total_nnz (checked above), so it fits i64.
+        let offset = (b * nse) as i64;
+        bd_crow.extend(crow[b * rows1 + 1..(b + 1) * rows1].iter().map(|&v| v + offset));
     }
     let bd_col: Vec<i64> = col.iter().enumerate().map(|(j, &v)| v + ((j / nse.max(1)) * cols) as i64).collect();
     let device = s.device();
-    let dtype = s.index_dtype();
-    let n = bd_crow.len();
-    (int_tensor(bd_crow, [n], dtype, &device), int_tensor(bd_col, [batch * nse], dtype, &device))
+    let dtype = index_dtype_for(s.index_dtype(), total_nnz.max(total_cols) as u64);
+    Ok(Csr {
+        crow: int_tensor(bd_crow, [total_rows + 1], dtype, &device),
+        col: int_tensor(bd_col, [total_nnz], dtype, &device),
+        values: reshape(s.values_flat(), [total_nnz]),
+        cols: total_cols,
+        transposed: false,
+    })
 }
 
 /// torch's `sparse.sampled_addmm(input, mat1, mat2, beta, alpha)`: `beta * input + alpha *
@@ -214,11 +277,13 @@ pub fn try_sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D
     if !ok {
         return Err(mismatch(OP, &d1, &d2));
     }
-    let (crow, col) = if D == 3 {
-        block_diagonal(&s)
+    let pattern = if D == 3 {
+        block_diagonal(&s, OP)?
     } else {
+        s.check_invariants()?;
         let (c, p) = s.compressed_indices_flat().expect("csr");
-        (reshape_int(c, [m + 1]), reshape_int(p, [s.nnz()]))
+        let nnz = s.nnz();
+        Csr { crow: reshape_int(c, [m + 1]), col: reshape_int(p, [nnz]), values: reshape(s.values_flat(), [nnz]), cols: n, transposed: false }
     };
     let a = reshape(mat1, [batch * m, k]);
     // For a matrix the transposed view goes to the kernel as is (its host side transposes it in
@@ -229,7 +294,7 @@ pub fn try_sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D
         reshape(mat2.swap_dims(D - 2, D - 1), [batch * n, k])
     };
     let nnz_total = s.values_flat().dims()[0];
-    let sampled = reshape(sddmm(&crow, &col, a, b), [nnz_total, 1]);
+    let sampled = reshape(sddmm(&pattern, a, b), [nnz_total, 1]);
     let sampled = if alpha == 1.0 { sampled } else { sampled * alpha };
     // As torch: with beta = 0 the input's values are ignored (not multiplied: NaN * 0 is NaN).
     let values = if beta == 0.0 { sampled } else { s.values_flat() * beta + sampled };
@@ -251,20 +316,23 @@ pub fn try_bmm(a: &SparseTensor<3>, x: Tensor<3>) -> Result<Tensor<3>> {
     if a.dense_dim() > 0 {
         return Err(invalid("bmm", "hybrid operands are not supported".into()));
     }
-    // Batch entries as one block-diagonal [B*m, B*k] matrix over the same values.
+    a.check_invariants()?;
+    // Batch entries as one block-diagonal [B*m, B*k] matrix over the same values; its sizes
+    // checked, its indices widened when they outgrow the operand's index dtype.
+    let too_large = || invalid("bmm", format!("{batch} matrices [{m}, {k}] are too large for one block-diagonal matrix"));
+    let (rows, cols) = (batch.checked_mul(m).ok_or_else(too_large)?, batch.checked_mul(k).ok_or_else(too_large)?);
+    check_numel(&[rows, cols])?;
     let coo = a.to_sparse_coo();
     let idx = coo.indices_raw()?;
     let nnz = coo.nnz();
     let raw = with_ints(&idx, |v| v.to_i64());
-    let mut bd = vec![0i64; 2 * nnz];
-    for j in 0..nnz {
-        let b = raw[j];
-        bd[j] = b * m as i64 + raw[nnz + j];
-        bd[nnz + j] = b * k as i64 + raw[2 * nnz + j];
-    }
-    let indices = int_tensor(bd, [2, nnz], coo.index_dtype(), &coo.device());
-    let flat = SparseTensor::coo_unchecked(indices, reshape(coo.values_flat(), [nnz]), [batch * m, batch * k]);
-    Ok(reshape(mm(&flat, reshape(x, [batch * k, n])), [batch, m, n]))
+    let mut bd = try_vec(2 * nnz, "bmm: block-diagonal indices")?;
+    bd.extend((0..nnz).map(|j| raw[j] * m as i64 + raw[nnz + j]));
+    bd.extend((0..nnz).map(|j| raw[j] * k as i64 + raw[2 * nnz + j]));
+    let dtype = index_dtype_for(coo.index_dtype(), rows.max(cols) as u64);
+    let indices = int_tensor(bd, [2, nnz], dtype, &coo.device());
+    let flat = SparseTensor::coo(indices, reshape(coo.values_flat(), [nnz]), [rows, cols])?;
+    Ok(reshape(try_mm(&flat, reshape(x, [cols, n]))?, [batch, m, n]))
 }
 
 /// Rows of `a` holding at least one stored entry, ascending.
@@ -312,16 +380,18 @@ pub fn try_sspaddmm(input: &SparseTensor<2>, mat1: &SparseTensor<2>, mat2: Tenso
     if input.dense_dim() > 0 {
         return Err(invalid("sspaddmm", "hybrid input is not supported".into()));
     }
+    input.check_invariants()?;
     let h = try_hspmm(mat1, mat2)?;
     let rows = with_ints(&h.indices_raw()?, |v| v.to_i64());
     let r = rows.len();
-    let mut idx = Vec::with_capacity(2 * r * n);
+    // r * n <= m * n, which fits i64 (the input's shape is checked).
+    let mut idx = try_vec(2 * r * n, "sspaddmm: the product's indices")?;
     idx.extend(rows.iter().flat_map(|&row| std::iter::repeat_n(row, n)));
     idx.extend((0..r).flat_map(|_| 0..n as i64));
     let inp = input.to_sparse_coo();
     let in_idx = with_ints(&inp.indices_raw()?, |v| v.to_i64());
     let nin = inp.nnz();
-    let mut all = Vec::with_capacity(2 * (nin + r * n));
+    let mut all = try_vec(2 * (nin + r * n), "sspaddmm: the result's indices")?;
     all.extend_from_slice(&in_idx[..nin]);
     all.extend_from_slice(&idx[..r * n]);
     all.extend_from_slice(&in_idx[nin..]);
@@ -341,6 +411,10 @@ pub fn spgemm(a: &SparseTensor<2>, b: &SparseTensor<2>) -> Result<SparseTensor<2
     if k != kb {
         return Err(mismatch("mm", &[m, k], &[kb, n]));
     }
+    a.check_invariants()?;
+    b.check_invariants()?;
+    // The product's keys `i * n + j` must fit: its shape must be describable.
+    check_numel(&[m, n])?;
     let to_csr = |s: &SparseTensor<2>| if s.layout() == Layout::Csr { Ok(s.clone()) } else { s.to_sparse_csr() };
     let (ac, bc) = (to_csr(a)?, to_csr(b)?);
     if ac.dense_dim() > 0 || bc.dense_dim() > 0 {
@@ -351,7 +425,14 @@ pub fn spgemm(a: &SparseTensor<2>, b: &SparseTensor<2>) -> Result<SparseTensor<2
         (with_ints(&c, |v| v.to_i64()), with_ints(&p, |v| v.to_i64()))
     };
     let ((acrow, acol), (bcrow, bcol)) = (read(&ac), read(&bc));
-    let (mut ia, mut ib, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+    // Every partial product is listed: count them first, so an impossible list is an error.
+    let mut count = 0usize;
+    for &p in &acol {
+        let len = (bcrow[p as usize + 1] - bcrow[p as usize]) as usize;
+        count = count.checked_add(len).ok_or(SparseError::Allocation { bytes: usize::MAX, what: "mm: sparse x sparse partial products" })?;
+    }
+    let what = "mm: sparse x sparse partial products";
+    let (mut ia, mut ib, mut keys) = (try_vec(count, what)?, try_vec(count, what)?, try_vec(count, what)?);
     for i in 0..m {
         for ja in acrow[i] as usize..acrow[i + 1] as usize {
             let p = acol[ja] as usize;
@@ -365,6 +446,8 @@ pub fn spgemm(a: &SparseTensor<2>, b: &SparseTensor<2>) -> Result<SparseTensor<2
     let plan = coalesce_plan(keys, &[m, n]);
     let products = gather_rows(ac.values_flat(), ia) * gather_rows(bc.values_flat(), ib);
     let values = scatter_add_rows(products, plan.segment, plan.unique);
-    let indices = int_tensor(plan.coords, [2, plan.unique], ac.index_dtype(), &ac.device());
+    // The left operand's index dtype, widened when the product's columns (b's) outgrow it.
+    let dtype = index_dtype_for(ac.index_dtype(), m.max(n) as u64);
+    let indices = int_tensor(plan.coords, [2, plan.unique], dtype, &ac.device());
     Ok(SparseTensor::coo(indices, reshape(values, [plan.unique]), [m, n])?.coalesce())
 }

@@ -94,6 +94,7 @@ fn segment_softmax<const D: usize>(input: &SparseTensor<D>, dim: usize, log: boo
     if dim >= D {
         return Err(SparseError::InvalidArgument { operation: "softmax", message: format!("dim {dim} out of range for a tensor of rank {D}") });
     }
+    input.check_invariants()?;
     let s = input.coalesce();
     let indexed = s.indexed_dims();
     if dim >= indexed {

@@ -25,6 +25,9 @@ pub fn cat<const D: usize>(tensors: &[SparseTensor<D>], dim: usize) -> SparseTen
 /// input is and `dim` is 0 (the inputs' ranges follow each other in key order).
 pub fn try_cat<const D: usize>(tensors: &[SparseTensor<D>], dim: usize) -> Result<SparseTensor<D>> {
     let first = tensors.first().ok_or_else(|| invalid("cat", "expected at least one tensor"))?;
+    for t in tensors {
+        t.check_invariants()?;
+    }
     if dim >= D {
         return Err(invalid("cat", format!("dim {dim} out of range for shape {:?}", first.shape)));
     }

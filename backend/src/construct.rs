@@ -1,13 +1,15 @@
 //! Checked constructors (`coo`, `coo_from_rows`, `csr`, `csc`, `bsr`, `bsc`, `compressed`), their
-//! `*_unchecked` forms, and `empty`/`zeros`. A checked constructor returns every violation of
-//! SPEC section 1 as a `SparseError`; the unchecked ones trust the caller with the contents but
-//! still derive the structure from the component shapes.
+//! `*_unchecked` forms, and `empty`/`zeros`. A checked constructor returns every violation of the
+//! layout's invariants (see `tensor`) as a `SparseError`; the unchecked ones take the contents
+//! as given (still deriving the structure from the component shapes) and leave the check to the
+//! first operation that reads them, so an invalid tensor gives an error there, never undefined
+//! behaviour.
 
 use crate::algebra::validate::{check_compressed, check_coo_bounds, check_numel, check_shape, index_dtype_max, CompressedNames};
 use crate::error::{invalid, Result, SparseError};
 use crate::host::with_ints;
 use crate::layout::Layout;
-use crate::tensor::{Indices, SparseTensor};
+use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{numel, reshape, reshape_int};
 use crate::match_ints;
 use burn::tensor::{DType, Device, Int, Tensor};
@@ -19,10 +21,12 @@ impl<const D: usize> SparseTensor<D> {
     pub fn coo<const V: usize>(indices: Tensor<2, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
         let s = Self::coo_structure(indices, values, shape)?;
         s.check_coo_contents()?;
-        Ok(s)
+        Ok(Self { trust: Trust::Checked, ..s })
     }
 
-    /// [`SparseTensor::coo`] without the index checks.
+    /// [`SparseTensor::coo`] without the index checks (torch's `check_invariants=False`): the
+    /// indices are kept as given and checked on the first operation that reads them (see
+    /// [`SparseTensor::check_invariants`]). Panics when the component shapes are inconsistent.
     pub fn coo_unchecked<const V: usize>(indices: Tensor<2, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
         Self::coo_structure(indices, values, shape).unwrap_or_else(|e| panic!("coo_unchecked: {e}"))
     }
@@ -65,6 +69,7 @@ impl<const D: usize> SparseTensor<D> {
             values: reshape(values, [nse, item]),
             indices: Indices::Coo(indices),
             coalesced: nse < 2,
+            trust: Trust::unchecked(),
         })
     }
 
@@ -88,10 +93,12 @@ impl<const D: usize> SparseTensor<D> {
     ) -> Result<Self> {
         let s = Self::compressed_structure(compressed, plain, values, shape, layout)?;
         s.check_compressed_contents()?;
-        Ok(s)
+        Ok(Self { trust: Trust::Checked, ..s })
     }
 
-    /// [`SparseTensor::compressed`] without the index checks.
+    /// [`SparseTensor::compressed`] without the index checks (torch's `check_invariants=False`):
+    /// the indices are kept as given and checked on the first operation that reads them (see
+    /// [`SparseTensor::check_invariants`]). Panics when the component shapes are inconsistent.
     pub fn compressed_unchecked<const C: usize, const V: usize>(
         compressed: Tensor<C, Int>,
         plain: Tensor<C, Int>,
@@ -168,6 +175,10 @@ impl<const D: usize> SparseTensor<D> {
         if compressed.dtype() != plain.dtype() {
             return Err(invalid(OP, format!("{cname} ({:?}) and {pname} ({:?}) must have the same dtype", compressed.dtype(), plain.dtype())));
         }
+        // The whole shape first: every size product below then fits, and so does every dim
+        // (the index dtype holds it, so `n + 1` cannot overflow).
+        check_numel(&shape)?;
+        check_shape(&shape[..batch_dim + 2], compressed.dtype())?;
         let batch = &shape[..batch_dim];
         let vdims = values.dims();
         let blocksize = layout.is_blocked().then(|| [vdims[batch_dim + 1], vdims[batch_dim + 2]]);
@@ -196,8 +207,6 @@ impl<const D: usize> SparseTensor<D> {
         }
         vlast.extend_from_slice(&shape[batch_dim + 2..]);
         check("values", vdims.to_vec(), &vlast)?;
-        check_numel(&shape)?;
-        check_shape(&shape[..batch_dim + 2], compressed.dtype())?;
         let (max, name) = index_dtype_max(compressed.dtype())?;
         if nse as u128 > max as u128 {
             return Err(SparseError::DimensionTooLarge { component: "nse", dim: batch_dim, size: nse, index_dtype: name, max });
@@ -217,6 +226,7 @@ impl<const D: usize> SparseTensor<D> {
                 plain: reshape_int(plain, [batch_numel, nse]),
             },
             coalesced: true,
+            trust: Trust::unchecked(),
         })
     }
 
@@ -225,6 +235,14 @@ impl<const D: usize> SparseTensor<D> {
         let [br, bc] = self.blocksize.unwrap_or([1, 1]);
         let (rows, cols) = (self.shape[self.batch_dim] / br, self.shape[self.batch_dim + 1] / bc);
         if self.layout.compresses_rows() { (rows, cols) } else { (cols, rows) }
+    }
+
+    /// Every content invariant of the layout (bounds; compressed order and uniqueness).
+    pub(crate) fn check_contents(&self) -> Result<()> {
+        match self.indices {
+            Indices::Coo(_) => self.check_coo_contents(),
+            Indices::Compressed { .. } => self.check_compressed_contents(),
+        }
     }
 
     fn check_compressed_contents(&self) -> Result<()> {
@@ -242,9 +260,16 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     /// An all-zero COO tensor with no stored entries (Julia's `undef`): every dim sparse,
-    /// int64 indices, f32 values.
+    /// int64 indices, f32 values. Panics when the shape's element count overflows `i64` (see
+    /// [`SparseTensor::try_empty`]).
     pub fn empty(shape: [usize; D], device: &Device) -> Self {
-        Self::empty_with(shape, D, DType::I64, DType::F32, device).expect("int64 indices hold any usize dimension")
+        Self::try_empty(shape, device).unwrap_or_else(|e| panic!("SparseTensor::empty: {e}"))
+    }
+
+    /// [`SparseTensor::empty`] returning the error for a shape whose element count overflows
+    /// `i64` (or a dimension beyond int64).
+    pub fn try_empty(shape: [usize; D], device: &Device) -> Result<Self> {
+        Self::empty_with(shape, D, DType::I64, DType::F32, device)
     }
 
     /// Same as [`SparseTensor::empty`]: sparse tensors store no zeros.
@@ -271,6 +296,7 @@ impl<const D: usize> SparseTensor<D> {
             indices: Indices::Coo(Tensor::zeros([sparse_dim, 0], (device, index_dtype))),
             values: Tensor::zeros([0, item], (device, value_dtype)),
             coalesced: true,
+            trust: Trust::Checked,
         })
     }
 }

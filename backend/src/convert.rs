@@ -8,11 +8,12 @@
 //! how duplicates in uncoalesced COO input get summed.
 
 use crate::algebra::{compress, keys, keys::FastDiv, nonzero::{dense_to_csr, nonzero_items}, sort, validate};
+use crate::alloc::{ensure_allocatable, try_filled, try_vec};
 use crate::error::{Result, SparseError};
 use crate::host::{with_floats, with_ints, FloatSlice};
 use crate::layout::Layout;
-use crate::tensor::{Indices, SparseTensor};
-use crate::util::{int_tensor, numel, reshape};
+use crate::tensor::{Indices, SparseTensor, Trust};
+use crate::util::{index_dtype_for, int_tensor, numel, reshape};
 use crate::{match_floats, match_ints};
 use crate::movement::{gather_index, gather_rows, scatter_add_rows};
 use burn::tensor::{DType, Tensor, TensorData};
@@ -30,15 +31,17 @@ pub(crate) struct Entries {
 }
 
 impl<const D: usize> SparseTensor<D> {
-    /// The stored elements with keys over the indexed dims (blocks expanded to elements).
-    pub(crate) fn entries(&self) -> Entries {
+    /// The stored elements with keys over the indexed dims (blocks expanded to elements); the
+    /// invariants' violation when the tensor was built unchecked and is invalid.
+    pub(crate) fn entries(&self) -> Result<Entries> {
+        self.check_invariants()?;
         let dense = numel(self.dense_shape());
         match &self.indices {
             Indices::Coo(indices) => {
                 let sizes = self.shape[..self.sparse_dim].to_vec();
                 let nse = self.nnz();
                 let keys = with_ints(indices, |s| match_ints!(s, i => keys::linear_keys(i, nse, &sizes)));
-                Entries { sizes, keys, values: self.values.clone(), sorted_unique: self.coalesced }
+                Ok(Entries { sizes, keys, values: self.values.clone(), sorted_unique: self.coalesced })
             }
             Indices::Compressed { compressed, plain } => {
                 let b = self.batch_dim;
@@ -62,51 +65,68 @@ impl<const D: usize> SparseTensor<D> {
                 }
                 let values = reshape(self.values.clone(), [batch * nse * br * bc, dense]);
                 let sorted_unique = self.layout == Layout::Csr;
-                Entries { sizes, keys, values, sorted_unique }
+                Ok(Entries { sizes, keys, values, sorted_unique })
             }
         }
     }
 
-    /// torch's `to_dense()`: unspecified elements are zero, duplicates are summed.
+    /// torch's `to_dense()`: unspecified elements are zero, duplicates are summed. Panics when
+    /// the dense tensor cannot be allocated (see [`Self::try_to_dense`]).
     pub fn to_dense(&self) -> Tensor<D> {
-        let e = self.entries();
+        self.try_to_dense().unwrap_or_else(|e| panic!("to_dense: {e}"))
+    }
+
+    /// [`Self::to_dense`] returning the error when the dense tensor cannot be allocated (an
+    /// `Allocation` error: a sparse shape can describe more elements than memory holds) or the
+    /// tensor was built unchecked with invalid indices.
+    pub fn try_to_dense(&self) -> Result<Tensor<D>> {
+        let e = self.entries()?;
         let items = numel(&e.sizes);
+        ensure_allocatable(numel(&self.shape), self.dtype().size(), "to_dense")?;
         let keys = e.keys.into_iter().map(|k| k as i64).collect();
-        reshape(scatter_add_rows(e.values, keys, items), self.shape)
+        Ok(reshape(scatter_add_rows(e.values, keys, items), self.shape))
     }
 
     /// TensorFlow's `toTensor(defaultValue)`: unspecified elements take `default_value`.
+    /// Panics as [`Self::to_dense`] does.
     pub fn to_dense_with(&self, default_value: f64) -> Tensor<D> {
-        let dense = self.to_dense();
+        self.try_to_dense_with(default_value).unwrap_or_else(|e| panic!("to_dense: {e}"))
+    }
+
+    /// [`Self::to_dense_with`] returning [`Self::try_to_dense`]'s errors.
+    pub fn try_to_dense_with(&self, default_value: f64) -> Result<Tensor<D>> {
+        let dense = self.try_to_dense()?;
         if default_value == 0.0 {
-            return dense;
+            return Ok(dense);
         }
-        let e = self.entries();
+        let e = self.entries()?;
         let item = numel(self.dense_shape());
-        let mut fill = vec![default_value; numel(&e.sizes)];
+        let mut fill = try_filled(numel(&e.sizes), default_value, "to_dense: the default values")?;
         for &k in &e.keys {
             fill[k as usize] = 0.0;
         }
-        let fill: Vec<f64> = fill.into_iter().flat_map(|v| std::iter::repeat_n(v, item)).collect();
-        let fill = Tensor::<D>::from_data(TensorData::new(fill, self.shape), (&dense.device(), dense.dtype()));
-        dense + fill
+        let mut all = try_vec(numel(&self.shape), "to_dense: the default values")?;
+        all.extend(fill.into_iter().flat_map(|v| std::iter::repeat_n(v, item)));
+        let fill = Tensor::<D>::from_data(TensorData::new(all, self.shape), (&dense.device(), dense.dtype()));
+        Ok(dense + fill)
     }
 
     /// TensorFlow's `toTensor(defaultValue, validateIndices = true)`: an error unless the COO
     /// indices are in lexicographic order without repeats.
     pub fn to_dense_validated(&self, default_value: f64) -> Result<Tensor<D>> {
         if self.layout == Layout::Coo {
-            validate::check_sorted_unique(&self.entries().keys)?;
+            validate::check_sorted_unique(&self.entries()?.keys)?;
         }
-        Ok(self.to_dense_with(default_value))
+        self.try_to_dense_with(default_value)
     }
 
     /// torch's `coalesce()`: indices sorted lexicographically and unique, duplicates summed.
+    /// Panics on a tensor built unchecked with invalid indices.
     pub fn coalesce(&self) -> Self {
         if self.coalesced {
             return self.clone();
         }
-        let e = self.entries();
+        let e = self.entries().unwrap_or_else(|e| panic!("coalesce: {e}"));
         let plan = sort::coalesce_plan(e.keys, &e.sizes);
         if plan.identity {
             return Self { coalesced: true, ..self.clone() };
@@ -120,7 +140,7 @@ impl<const D: usize> SparseTensor<D> {
     /// TensorFlow's `sparse_reorder`: entries sorted lexicographically (stable), duplicates kept.
     pub fn reorder(&self) -> Self {
         let Indices::Coo(indices) = &self.indices else { return self.clone() };
-        let e = self.entries();
+        let e = self.entries().unwrap_or_else(|e| panic!("reorder: {e}"));
         if sort::is_sorted(&e.keys) {
             return Self { coalesced: sort::is_strictly_increasing(&e.keys), ..self.clone() };
         }
@@ -138,7 +158,7 @@ impl<const D: usize> SparseTensor<D> {
         if self.layout == Layout::Coo {
             return self.clone();
         }
-        let e = self.entries();
+        let e = self.entries().unwrap_or_else(|e| panic!("to_sparse_coo: {e}"));
         let n = e.keys.len();
         let m = e.sizes.len();
         let indices = int_tensor(keys::delinearize(&e.keys, &e.sizes), [m, n], self.index_dtype(), &self.device());
@@ -197,7 +217,7 @@ impl<const D: usize> SparseTensor<D> {
         if layout == Layout::Csr && self.layout == Layout::Coo && self.coalesced && self.sparse_dim == 2 {
             return self.coalesced_coo_to_csr();
         }
-        let e = self.entries();
+        let e = self.entries()?;
         self.entries_to_compressed(e, layout, blocksize)
     }
 
@@ -206,13 +226,11 @@ impl<const D: usize> SparseTensor<D> {
     fn coalesced_coo_to_csr(&self) -> Result<Self> {
         let Indices::Coo(indices) = &self.indices else { unreachable!("COO layout") };
         let (m, nnz) = (self.shape[0], self.nnz());
-        let dtype = self.index_dtype();
-        let (max, name) = validate::index_dtype_max(dtype)?;
-        if nnz as u128 > max as u128 {
-            return Err(SparseError::DimensionTooLarge { component: "nse", dim: 0, size: nnz, index_dtype: name, max });
-        }
+        // Row pointers count entries: widened when the entries outnumber the dtype's range.
+        let dtype = index_dtype_for(self.index_dtype(), nnz as u64);
+        let plain_indices = if dtype == self.index_dtype() { indices.clone() } else { indices.clone().cast(dtype) };
         let compressed = with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nnz], m)));
-        let plain = crate::util::reshape_int(indices.clone().slice([1..2, 0..nnz]), [1, nnz]);
+        let plain = crate::util::reshape_int(plain_indices.slice([1..2, 0..nnz]), [1, nnz]);
         Ok(Self {
             layout: Layout::Csr,
             batch_dim: 0,
@@ -279,12 +297,10 @@ impl<const D: usize> SparseTensor<D> {
         nse: usize,
         n_comp: usize,
     ) -> Result<Self> {
-        let dtype = self.index_dtype();
-        let (max, name) = validate::index_dtype_max(dtype)?;
+        // Widened when the entries per batch entry outnumber the dtype's range (the dims fit it:
+        // they are this tensor's own).
+        let dtype = index_dtype_for(self.index_dtype(), nse as u64);
         let b = self.shape_batch_dim_for_compressed();
-        if nse as u128 > max as u128 {
-            return Err(SparseError::DimensionTooLarge { component: "nse", dim: b, size: nse, index_dtype: name, max });
-        }
         let device = self.device();
         let compressed = compress::compress(&comp, batch, nse, n_comp);
         Ok(Self {
@@ -385,6 +401,7 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
             indices: Indices::Coo(indices),
             values,
             coalesced: true,
+            trust: Trust::Checked,
         });
     }
     let b = D - 2 - k;
@@ -450,6 +467,7 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
         },
         values,
         coalesced: true,
+        trust: Trust::Checked,
     })
 }
 
@@ -514,5 +532,6 @@ fn untracked_csr<const D: usize>(
         },
         values,
         coalesced: true,
+        trust: Trust::Checked,
     }))
 }

@@ -69,7 +69,7 @@ impl<const D: usize> SparseTensor<D> {
     pub fn try_mul(&self, other: &Self) -> Result<Self> {
         self.check_sparse_operand("mul", other)?;
         let (a, b) = (self.to_sparse_coo().coalesce(), other.to_sparse_coo().coalesce());
-        let (ea, eb) = (a.entries(), b.entries());
+        let (ea, eb) = (a.entries()?, b.entries()?);
         let (from_a, from_b, common) = intersect_sorted(&ea.keys, &eb.keys);
         let values = gather_rows(ea.values, from_a) * gather_rows(eb.values, from_b);
         a.coo_with_keys(&ea.sizes, &common, values, true).into_layout_of(self)
@@ -86,7 +86,7 @@ impl<const D: usize> SparseTensor<D> {
     /// multiplied, which is exact: the product distributes over their sum.
     pub fn try_mul_dense(&self, dense: Tensor<D>) -> Result<Self> {
         self.check_dense_operand("mul_dense", &dense)?;
-        let e = self.entries();
+        let e = self.entries()?;
         let item = e.values.dims()[1];
         let keys: Vec<i64> = e.keys.iter().map(|&k| k as i64).collect();
         let at_entries = gather_rows(reshape(dense, [numel(&e.sizes), item]), keys);
@@ -144,6 +144,8 @@ impl<const D: usize> SparseTensor<D> {
 
     /// Same shape, same number of dense dims and same value dtype (the layouts may differ).
     fn check_sparse_operand(&self, operation: &'static str, other: &Self) -> Result<()> {
+        self.check_invariants()?;
+        other.check_invariants()?;
         if self.shape != other.shape {
             return Err(invalid(operation, format!("shapes {:?} and {:?} do not match", self.shape, other.shape)));
         }
@@ -160,6 +162,7 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     fn check_dense_operand(&self, operation: &'static str, dense: &Tensor<D>) -> Result<()> {
+        self.check_invariants()?;
         if dense.dims() != self.shape {
             return Err(invalid(operation, format!("shapes {:?} (sparse) and {:?} (dense) do not match", self.shape, dense.dims())));
         }
@@ -192,7 +195,7 @@ impl<const D: usize> SparseTensor<D> {
 /// The union of two COO tensors of the same shape and structure: every entry of both, stably
 /// sorted; merged (duplicates summed) when both are coalesced.
 fn add_coo<const D: usize>(a: &SparseTensor<D>, b: &SparseTensor<D>) -> SparseTensor<D> {
-    let (ea, eb) = (a.entries(), b.entries());
+    let (ea, eb) = (a.entries().expect("checked operands"), b.entries().expect("checked operands"));
     let sizes = ea.sizes;
     let mut all = ea.keys;
     all.extend_from_slice(&eb.keys);

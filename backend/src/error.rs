@@ -177,6 +177,14 @@ pub enum SparseError {
         /// The non-zeros found in the group.
         nonzeros: usize,
     },
+    /// Memory an operation needs could not be had: the allocator refused it, or its size
+    /// overflows what an allocation can ask for.
+    Allocation {
+        /// Bytes asked for (`usize::MAX` when the size itself overflows).
+        bytes: usize,
+        /// What the memory was for.
+        what: &'static str,
+    },
     /// Arguments inconsistent with each other (dimension counts, ranks).
     InvalidArgument {
         /// The operation.
@@ -261,6 +269,8 @@ impl fmt::Display for SparseError {
                 f,
                 "{operation}: unsupported tensor layout: {layout} ({operation} does not map 0 to 0, so its result is dense); convert to dense first: `s.to_dense().{operation}()`"
             ),
+            Allocation { bytes: usize::MAX, what } => write!(f, "{what}: the size overflows what an allocation can ask for"),
+            Allocation { bytes, what } => write!(f, "{what}: could not allocate {bytes} bytes"),
             InvalidArgument { operation, message } => write!(f, "{operation}: {message}"),
         }
     }

@@ -9,6 +9,7 @@
 //! - [`SparseError`] (`error`): what is wrong and where.
 
 pub mod algebra;
+pub mod alloc;
 pub mod cat;
 pub mod construct;
 pub mod convert;
@@ -19,6 +20,7 @@ mod flex;
 pub mod host;
 pub mod layout;
 pub mod movement;
+pub mod pattern;
 pub mod reduce;
 pub mod select;
 pub mod semi_spmm;

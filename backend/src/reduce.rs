@@ -19,7 +19,7 @@ use crate::algebra::{keys, sort};
 use crate::error::{invalid, Result};
 use crate::layout::Layout;
 use crate::movement::scatter_add_rows;
-use crate::tensor::{Indices, SparseTensor};
+use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{int_tensor, numel, read_i64, reshape};
 use burn::tensor::Tensor;
 
@@ -36,6 +36,7 @@ impl<const D: usize> SparseTensor<D> {
 /// every sparse dim (the result is dense: use [`sum_to_dense`]), repeats or exceeds a dim, or
 /// `R` is not the rank left.
 pub fn sum<const D: usize, const R: usize>(s: &SparseTensor<D>, dims: &[usize]) -> Result<SparseTensor<R>> {
+    s.check_invariants()?;
     let s = s.to_sparse_coo();
     let reduced = reduced_dims::<D>("sum", dims)?;
     let m = s.sparse_dim;
@@ -63,6 +64,7 @@ pub fn sum<const D: usize, const R: usize>(s: &SparseTensor<D>, dims: &[usize]) 
         indices,
         values,
         coalesced,
+        trust: Trust::Checked,
     })
 }
 
@@ -71,6 +73,7 @@ pub fn sum<const D: usize, const R: usize>(s: &SparseTensor<D>, dims: &[usize]) 
 /// (`R = 1`, shape `[1]`, when every dim is summed). An error when a sparse dim would remain (use
 /// [`sum`]), on a repeated or out-of-range dim, or when `R` is not the rank left.
 pub fn sum_to_dense<const D: usize, const R: usize>(s: &SparseTensor<D>, dims: &[usize]) -> Result<Tensor<R>> {
+    s.check_invariants()?;
     let s = s.to_sparse_coo();
     let reduced = reduced_dims::<D>("sum_to_dense", dims)?;
     let m = s.sparse_dim;

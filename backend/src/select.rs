@@ -53,11 +53,12 @@ impl<const D: usize> SparseTensor<D> {
         self.via_coo(|c| {
             let (sd, nse) = (c.sparse_dim, c.nnz());
             let rows = c.coo_host_indices();
-            let slots = positions_of(&ids, size);
+            let by_value = positions_by_value(&ids);
             let (mut src, mut new_coord) = (Vec::new(), Vec::new());
             for j in 0..nse {
-                let at = rows[dim * nse + j] as usize;
-                for &k in &slots.1[slots.0[at]..slots.0[at + 1]] {
+                let at = rows[dim * nse + j];
+                let first = by_value.partition_point(|&(v, _)| v < at);
+                for &(_, k) in by_value[first..].iter().take_while(|&&(v, _)| v == at) {
                     src.push(j as i64);
                     new_coord.push(k);
                 }
@@ -90,7 +91,11 @@ impl<const D: usize> SparseTensor<D> {
         self.check_dim("select", dim)?;
         let size = self.shape[dim];
         if index >= size {
-            return Err(out_of_bounds(dim, 0, index as i64, size));
+            return Err(match i64::try_from(index) {
+                Ok(value) => out_of_bounds(dim, 0, value, size),
+                // As text: the error's i64 field cannot hold it (a cast would report -1).
+                Err(_) => invalid("select", format!("index {index} is out of bounds for dimension {dim} of size {size} (shape {:?})", self.shape)),
+            });
         }
         let mut shape = self.shape.to_vec();
         shape.remove(dim);
@@ -141,7 +146,7 @@ impl<const D: usize> SparseTensor<D> {
             out_shape.push(1);
         }
         let out_shape = fixed_rank::<R>("at", out_shape)?;
-        let e = self.entries();
+        let e = self.entries()?;
         let target: u64 = keys::strides(&e.sizes).iter().zip(index).map(|(&s, &i)| s * i as u64).sum();
         let hits: Vec<i64> = (0..e.keys.len() as i64).filter(|&j| e.keys[j as usize] == target).collect();
         let n = hits.len();
@@ -192,23 +197,13 @@ impl<const D: usize> SparseTensor<D> {
     }
 }
 
-/// For each value `v` in `0..size`, the positions `k` with `ids[k] == v`, in increasing order:
-/// `(starts [size + 1], positions)`, CSR-like.
-fn positions_of(ids: &[i64], size: usize) -> (Vec<usize>, Vec<i64>) {
-    let mut starts = vec![0usize; size + 1];
-    for &v in ids {
-        starts[v as usize + 1] += 1;
-    }
-    for i in 0..size {
-        starts[i + 1] += starts[i];
-    }
-    let mut next = starts.clone();
-    let mut positions = vec![0i64; ids.len()];
-    for (k, &v) in ids.iter().enumerate() {
-        positions[next[v as usize]] = k as i64;
-        next[v as usize] += 1;
-    }
-    (starts, positions)
+/// `(ids[k], k)` for every position `k`, sorted by value and then position: the positions
+/// holding each value, found by a binary search. Memory in the index's length, never in the
+/// size of the dimension it selects from (which can be far larger).
+fn positions_by_value(ids: &[i64]) -> Vec<(i64, i64)> {
+    let mut pairs: Vec<(i64, i64)> = ids.iter().enumerate().map(|(k, &v)| (v, k as i64)).collect();
+    pairs.sort_unstable();
+    pairs
 }
 
 /// torch's `dense.sparse_mask(mask)`: `mask`'s pattern (layout, indices, duplicates) holding
@@ -224,7 +219,7 @@ pub fn try_sparse_mask<const D: usize>(dense: &Tensor<D>, mask: &SparseTensor<D>
     if dense.dims() != mask.shape {
         return Err(invalid("sparse_mask", format!("dense shape {:?} does not match the mask's shape {:?}", dense.dims(), mask.shape)));
     }
-    let e = mask.entries();
+    let e = mask.entries()?;
     let item = numel(mask.dense_shape());
     let flat = reshape(dense.clone(), [numel(&e.sizes), item]);
     let values = gather_rows(flat, e.keys.iter().map(|&k| k as i64).collect());

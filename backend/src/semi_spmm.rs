@@ -20,7 +20,7 @@
 
 use crate::flex::*;
 use crate::semi_structured::{kept_columns, WORD_COLUMNS};
-use crate::spmm::{Real, Scratch, SendPtr, SpmmKernels};
+use crate::spmm::{CsrPattern, Real, Scratch, SendPtr, SpmmKernels};
 use burn::backend::flex::FlexTensor;
 use burn::backend::{
     backend_extension,
@@ -40,7 +40,9 @@ pub trait SemiKernels: SpmmKernels {
     fn semi_mm(values: FloatTensor<Self>, metadata: IntTensor<Self>, cols: usize, b: FloatTensor<Self>, transposed: bool) -> FloatTensor<Self> {
         let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &b.device());
         let b = if transposed { Self::float_transpose(b) } else { b };
-        let out = Self::csr_spmm(crow, col, default::flat::<Self>(values), b);
+        // SAFETY: `csr_pattern` checked the pattern it built (over `cols` columns, the rows of
+        // `b` once oriented as `[cols, n]`).
+        let out = unsafe { Self::csr_spmm(crow, col, default::flat::<Self>(values), b) };
         if transposed { Self::float_transpose(out) } else { out }
     }
 
@@ -49,7 +51,8 @@ pub trait SemiKernels: SpmmKernels {
     fn semi_mm_t(values: FloatTensor<Self>, metadata: IntTensor<Self>, cols: usize, g: FloatTensor<Self>, transposed: bool) -> FloatTensor<Self> {
         let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &g.device());
         let g = if transposed { Self::float_transpose(g) } else { g };
-        let out = Self::csr_spmm_t(crow, col, default::flat::<Self>(values), g, cols);
+        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns.
+        let out = unsafe { Self::csr_spmm_t(crow, col, default::flat::<Self>(values), g, cols) };
         if transposed { Self::float_transpose(out) } else { out }
     }
 
@@ -58,7 +61,8 @@ pub trait SemiKernels: SpmmKernels {
     fn semi_sddmm(metadata: IntTensor<Self>, cols: usize, g: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
         let rows = metadata.shape()[0];
         let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &g.device());
-        Self::float_reshape(Self::csr_sddmm(crow, col, g, b), Shape::new([rows, cols / 2]))
+        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns (the rows of `b`).
+        Self::float_reshape(unsafe { Self::csr_sddmm(crow, col, g, b) }, Shape::new([rows, cols / 2]))
     }
 }
 
@@ -76,7 +80,12 @@ mod default {
         let data = burn::backend::read_sync(B::int_into_data(metadata)).expect("metadata readback");
         let meta: Vec<i16> = data.iter::<i64>().map(|v| v as i16).collect();
         let (crow, col) = csr_of(&meta, rows, cols);
-        (B::int_from_data(TensorData::new(crow, [rows + 1]), device), B::int_from_data(TensorData::new(col, [rows * cols / 2]), device))
+        let nnz = col.len();
+        // Checked (linear in the kept entries): the unsafe products below rely on it.
+        if let Err(e) = CsrPattern::new(&crow, &col, cols) {
+            panic!("semi-structured metadata does not describe a [{rows}, {cols}] matrix: {e}");
+        }
+        (B::int_from_data(TensorData::new(crow, [rows + 1]), device), B::int_from_data(TensorData::new(col, [nnz]), device))
     }
 }
 
@@ -263,14 +272,21 @@ pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &
 /// `Aᵀ · G` on host slices (`G [rows, n]`): result `[cols, n]`.
 pub fn semi_mm_t<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, g: &[T], n: usize) -> Vec<T> {
     let (crow, col) = csr_of(meta, rows, cols);
-    crate::spmm::spmm_t(&crow, &col, vals, g, n, cols)
+    crate::spmm::spmm_t(kept_pattern(&crow, &col, cols), vals, g, n)
+}
+
+/// The CSR pattern of the kept entries, checked: a metadata array of the wrong length or a row
+/// length that is not a whole number of groups is a panic naming it, never an access outside
+/// the operands.
+fn kept_pattern<'a>(crow: &'a [i64], col: &'a [i64], cols: usize) -> CsrPattern<'a, i64, i64> {
+    CsrPattern::new(crow, col, cols).unwrap_or_else(|e| panic!("semi-structured pattern over {cols} columns: {e}"))
 }
 
 /// `out[r, j] = G[r] · B[col(r, j)]` on host slices (`G [rows, n]`, `B [cols, n]`): result
 /// `[rows, cols / 2]`.
 pub fn semi_sddmm<T: Real>(meta: &[i16], rows: usize, cols: usize, g: &[T], b: &[T], n: usize) -> Vec<T> {
     let (crow, col) = csr_of(meta, rows, cols);
-    crate::spmm::sddmm(&crow, &col, g, b, n)
+    crate::spmm::sddmm(kept_pattern(&crow, &col, cols), g, b, n)
 }
 
 // ------------------------------------------------------------------------------------------

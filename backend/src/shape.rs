@@ -10,12 +10,12 @@
 //! layout cannot hold it, COO when fewer than two sparse dims remain). `unsqueeze` and
 //! dense-dim moves never convert.
 
-use crate::algebra::{keys, validate::check_shape};
+use crate::algebra::{keys, validate::{check_numel, check_shape}};
 use crate::error::{invalid, Result};
 use crate::layout::Layout;
 use crate::movement::gather_index;
-use crate::tensor::{Indices, SparseTensor};
-use crate::util::{self, int_tensor, numel, read_i64};
+use crate::tensor::{Indices, SparseTensor, Trust};
+use crate::util::{self, index_dtype_for, int_tensor, numel, read_i64};
 use burn::tensor::Tensor;
 
 /// The shape as an array of the rank the caller asked for.
@@ -38,10 +38,13 @@ pub(crate) fn pick_dense(t: Tensor<4>, ids: Vec<i64>) -> Tensor<4> {
 }
 
 impl<const D: usize> SparseTensor<D> {
-    /// A COO tensor from host indices (`[sparse_dim, nse]`, `nse` the rows of `values`) in this
-    /// tensor's index dtype and device; an error when a dim does not fit the index dtype.
+    /// A COO tensor from host indices (`[sparse_dim, nse]`, `nse` the rows of `values`, each in
+    /// bounds of `shape`) on this tensor's device, in its index dtype, widened when a derived
+    /// dimension does not fit it; an error when the shape's element count overflows.
     pub(crate) fn coo_from_host<const E: usize>(&self, shape: [usize; E], sparse_dim: usize, indices: Vec<i64>, values: Tensor<2>, coalesced: bool) -> Result<SparseTensor<E>> {
-        let dtype = self.index_dtype();
+        check_numel(&shape)?;
+        let largest = shape[..sparse_dim].iter().copied().max().unwrap_or(0);
+        let dtype = index_dtype_for(self.index_dtype(), largest as u64);
         check_shape(&shape[..sparse_dim], dtype)?;
         let nse = values.dims()[0];
         Ok(SparseTensor {
@@ -54,6 +57,7 @@ impl<const D: usize> SparseTensor<D> {
             indices: Indices::Coo(int_tensor(indices, [sparse_dim, nse], dtype, &self.device())),
             values,
             coalesced: coalesced || nse < 2,
+            trust: Trust::Checked,
         })
     }
 
@@ -68,6 +72,7 @@ impl<const D: usize> SparseTensor<D> {
     /// Runs a COO op on any layout: a compressed tensor goes to COO, and the result back to the
     /// input's layout (block size included) when it keeps at least two sparse dims.
     pub(crate) fn via_coo<const E: usize>(&self, op: impl FnOnce(&SparseTensor<D>) -> Result<SparseTensor<E>>) -> Result<SparseTensor<E>> {
+        self.check_invariants()?;
         if self.layout == Layout::Coo {
             return op(self);
         }
@@ -189,6 +194,8 @@ impl<const D: usize> SparseTensor<D> {
             indices,
             values: self.values.clone(),
             coalesced: self.coalesced,
+            // The same contents with a zero row or a size-1 dim: valid exactly when they were.
+            trust: self.trust.clone(),
         })
     }
 
@@ -214,7 +221,7 @@ impl<const D: usize> SparseTensor<D> {
         new_shape.extend_from_slice(dense);
         let new_shape = fixed_rank::<E>("reshape", new_shape)?;
         self.via_coo(|c| {
-            let e = c.entries();
+            let e = c.entries()?;
             let indices = keys::delinearize(&e.keys, &sparse);
             c.coo_from_host(new_shape, sparse.len(), indices, e.values, c.coalesced)
         })

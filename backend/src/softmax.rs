@@ -96,7 +96,7 @@ impl<const D: usize> SparseTensor<D> {
         if let Some(offsets) = self.storage_segments(dim) {
             return Ok(SegmentPlan { values: self.values.clone(), offsets: i64s(offsets), order: i64s(Vec::new()) });
         }
-        let e = self.entries();
+        let e = self.entries()?;
         let (segment_keys, bound) = keys_without_dim(&e.keys, &e.sizes, dim);
         let (offsets, order) = if sort::is_sorted(&segment_keys) {
             (run_offsets(segment_keys.iter().copied()), i64s(Vec::new()))
@@ -108,13 +108,15 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     /// Offsets of the segments when storage order groups them without looking at keys: the
-    /// last dim of a coalesced 1- or 2-sparse-dim COO tensor, the plain dim of CSR/CSC.
+    /// last dim of a coalesced 1- or 2-sparse-dim COO tensor, the plain dim of CSR/CSC. For COO
+    /// only the rows that hold entries are segments (memory in the entries, not in the rows: a
+    /// 10^9-row matrix with three entries has three segments).
     fn storage_segments(&self, dim: usize) -> Option<Vec<i64>> {
         let nse = self.nnz();
         match &self.indices {
             Indices::Coo(indices) if dim + 1 == self.sparse_dim && self.sparse_dim <= 2 => Some(match self.sparse_dim {
                 1 => vec![0, nse as i64],
-                _ => with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nse], self.shape[0]))),
+                _ => with_ints(indices, |s| match_ints!(s, i => run_offsets(i[..nse].iter().map(|r| r.to_i64() as u64)))),
             }),
             Indices::Compressed { compressed, .. } if self.blocksize.is_none() => {
                 let plain_dim = if self.layout.compresses_rows() { self.batch_dim + 1 } else { self.batch_dim };

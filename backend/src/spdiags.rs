@@ -15,7 +15,7 @@ use crate::algebra::{sort, validate};
 use crate::error::{invalid, Result, SparseError};
 use crate::layout::Layout;
 use crate::movement::gather_rows;
-use crate::tensor::{Indices, SparseTensor};
+use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{int_tensor, reshape};
 use burn::tensor::{DType, Tensor};
 
@@ -57,6 +57,7 @@ pub fn spdiags(diagonals: Tensor<2>, offsets: &[i64], shape: [usize; 2], layout:
         indices: Indices::Coo(int_tensor(coords, [2, nnz], DType::I64, &values.device())),
         values,
         coalesced: sort::is_strictly_increasing(&keys),
+        trust: Trust::Checked,
     };
     coo.to_layout(layout, None)
 }

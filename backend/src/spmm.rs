@@ -3,13 +3,18 @@
 //!
 //! - `csr_spmm`: `A · X` for `A` in CSR — each output row is a sum of scaled rows of `X`;
 //! - `csr_spmm_t`: `Aᵀ · G` without building `Aᵀ`: the CSC view of the pattern (a counting sort,
-//!   index algebra) turns it into the same row-gather kernel, so threads never write the same row;
+//!   index algebra, see `pattern`) turns it into the same row-gather kernel, so threads never
+//!   write the same row;
 //! - `csr_sddmm`: `out[j] = a[row j] · b[col j]`, the values of `a · bᵀ` sampled on the pattern.
 //!
 //! Behind the extension trait [`SpmmKernels`]: Flex runs the host kernels below (f32 and f64;
 //! f16 and bf16 are widened to f32 and the result narrowed back, so they accumulate in f32),
 //! any other backend gets defaults composed of burn's gather and scatter ops (memory
-//! `nnz x n`, never `m x k`).
+//! `nnz x n`, never `m x k`). The trait's methods are `unsafe`: they take the pattern as raw
+//! index tensors, and the host kernels walk it through unchecked offsets, so the caller vouches
+//! that it is valid (the safe functions of `sparsegrad-autodiff` hand over only the patterns of
+//! checked `SparseTensor`s). The host kernels themselves are safe functions over a
+//! [`CsrPattern`], whose existence proves the pattern valid.
 //!
 //! Kernels are parallel over row blocks balanced by stored entries (and, where the dense operand
 //! outgrows a core's L2, over packed column panels of it), vectorised over the dense dimension in
@@ -18,9 +23,12 @@
 //! pooled buffers (`Scratch`).
 
 use crate::algebra::IndexElem;
-use crate::match_ints;
-use burn::backend::flex::FlexTensor;
 use crate::flex::*;
+use crate::match_ints;
+pub use crate::pattern::{CscPattern, CsrPattern};
+pub(crate) use crate::pattern::{balanced_row_blocks, SendPtr};
+use crate::pattern::transpose_with;
+use burn::backend::flex::FlexTensor;
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
@@ -31,33 +39,57 @@ use core::mem::MaybeUninit;
 use rayon::prelude::*;
 
 /// The CSR product kernels.
+///
+/// # Safety
+/// Every method takes a CSR pattern `A [m, k]` as `crow [m + 1]` and `col [nnz]`, which must be
+/// valid as [`CsrPattern::new`] checks it: `crow` starts at 0, never decreases and ends at
+/// `nnz`, and every column lies in `0..k`. `k` is the method's `k` argument, or the rows of the
+/// dense operand indexed by column (`x` of `csr_spmm`, `b` of `csr_sddmm`). The dense operands
+/// must have the shapes the methods state.
 #[backend_extension(Flex)]
 pub trait SpmmKernels: Backend {
     /// `A · X`: `A` `[m, k]` in CSR (`crow [m + 1]`, `col [nnz]`, `values [nnz]`), `X [k, n]`.
-    fn csr_spmm(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>) -> FloatTensor<Self> {
+    ///
+    /// # Safety
+    /// See the trait: a valid pattern over `k = x.shape()[0]` columns.
+    unsafe fn csr_spmm(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>) -> FloatTensor<Self> {
         default::spmm::<Self>(crow, col, values, x, false, 0)
     }
 
     /// `Aᵀ · G`: `A` `[m, k]` in CSR, `G [m, n]`, result `[k, n]`.
-    fn csr_spmm_t(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>, k: usize) -> FloatTensor<Self> {
+    ///
+    /// # Safety
+    /// See the trait: a valid pattern over `k` columns.
+    unsafe fn csr_spmm_t(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>, k: usize) -> FloatTensor<Self> {
         default::spmm::<Self>(crow, col, values, g, true, k)
     }
 
     /// Both gradients of `A · X` (`transpose = false`: `dX = Aᵀ · G`, `dvalues = SDDMM(G, X)`)
     /// or of `Aᵀ · X` (`dX = A · G`, `dvalues = SDDMM(X, G)`), in one flat tensor: `dX`'s
     /// elements, then the values' gradient. `k` is the pattern's column count.
-    fn csr_spmm_backward(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>, x: FloatTensor<Self>, transpose: bool, k: usize) -> FloatTensor<Self> {
-        let (dx, dv) = if transpose {
-            (Self::csr_spmm(crow.clone(), col.clone(), values, g.clone()), Self::csr_sddmm(crow, col, x, g))
-        } else {
-            (Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k), Self::csr_sddmm(crow, col, g, x))
+    ///
+    /// # Safety
+    /// See the trait: a valid pattern over `k` columns.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spmm_backward(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>, x: FloatTensor<Self>, transpose: bool, k: usize) -> FloatTensor<Self> {
+        // SAFETY: the pattern is the caller's, valid over `k` columns (this method's contract);
+        // `x [k, n]` for the forward product's `dX`, `g [k, n]` for the transposed one's.
+        let (dx, dv) = unsafe {
+            if transpose {
+                (Self::csr_spmm(crow.clone(), col.clone(), values, g.clone()), Self::csr_sddmm(crow, col, x, g))
+            } else {
+                (Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k), Self::csr_sddmm(crow, col, g, x))
+            }
         };
         let len = dx.shape().num_elements();
         Self::float_cat(vec![Self::float_reshape(dx, Shape::new([len])), dv], 0)
     }
 
-    /// `out[j] = a[row j] · b[col j]` for every stored entry `j`: `a [m, d]`, `b [k, d]`.
-    fn csr_sddmm(crow: IntTensor<Self>, col: IntTensor<Self>, a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
+    /// `out[j] = a[row j] · b[col j]` for every stored entry: `a [m, d]`, `b [k, d]`.
+    ///
+    /// # Safety
+    /// See the trait: a valid pattern over `k = b.shape()[0]` columns.
+    unsafe fn csr_sddmm(crow: IntTensor<Self>, col: IntTensor<Self>, a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
         default::sddmm::<Self>(crow, col, a, b)
     }
 }
@@ -182,10 +214,11 @@ struct XRows<'a, T> {
 /// blocks), the rows of `X` gathered by `col`. Columns are processed in register tiles of
 /// `TILE`, each accumulated over the row's entries.
 #[inline(always)]
-fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(crow: &[I], col: &[J], val: &[T], xr: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(a: CsrPattern<'_, I, J>, val: &[T], xr: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
     let XRows { x, ld, xc } = xr;
+    let col = a.idx();
     for r in b.r0..b.r1 {
-        let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
+        let (s, e) = (a.start(r), a.start(r + 1));
         let mut t0 = b.c0;
         while t0 < b.c1 {
             let w = TILE.min(b.c1 - t0);
@@ -203,7 +236,8 @@ fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: u
                     axpy::<T, FMA>(&mut acc[..w], val[j], row);
                 }
             }
-            // SAFETY: `r < m` and `t0 + w <= n`: inside the output, in this task's block.
+            // SAFETY: `r < m` and `t0 + w <= n`, and `out` holds `m * n` elements: inside the
+            // output, in this task's block (the blocks partition it).
             unsafe { core::ptr::copy_nonoverlapping(acc.as_ptr(), out.at(r * n + t0), w) };
             t0 += w;
         }
@@ -240,11 +274,12 @@ macro_rules! multiversion {
 /// never faults).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(crow: &[I], col: &[J], val: &[f32], xr: XRows<'_, f32>, n: usize, b: Block, out: &SendPtr<f32>) {
+unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(a: CsrPattern<'_, I, J>, val: &[f32], xr: XRows<'_, f32>, n: usize, b: Block, out: &SendPtr<f32>) {
     use core::arch::x86_64::*;
     let XRows { x, ld, xc } = xr;
+    let col = a.idx();
     for r in b.r0..b.r1 {
-        let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
+        let (s, e) = (a.start(r), a.start(r + 1));
         let mut t0 = b.c0;
         while t0 < b.c1 {
             let xt = t0 - b.c0 + xc;
@@ -264,7 +299,8 @@ unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(crow:
                 }
             }
             for (q, a) in acc.iter().enumerate() {
-                // SAFETY: `r < m`, `t0 + 16 V <= n`: inside the output, in this task's block.
+                // SAFETY: `r < m`, `t0 + 16 V <= n`, and `out` holds `m * n` elements: inside
+                // the output, in this task's block.
                 unsafe { _mm512_storeu_ps(out.at(r * n + t0 + 16 * q), *a) };
             }
             t0 += 16 * V;
@@ -275,16 +311,16 @@ unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(crow:
 /// `spmm_rows` compiled for the best vector extension available. With AVX-512's 32 registers a
 /// row of up to 128 f32 columns stays in registers (one pass over the row's entries); AVX2's 16
 /// hold 64.
-fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(crow: &[I], col: &[J], val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
-            spmm_rows::<T, I, J, true, TILE>(crow, col, val, x, n, b, out)
+        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(a: CsrPattern<'_, I, J>, val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+            spmm_rows::<T, I, J, true, TILE>(a, val, x, n, b, out)
         }
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
-            spmm_rows::<T, I, J, true, 64>(crow, col, val, x, n, b, out)
+        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+            spmm_rows::<T, I, J, true, 64>(a, val, x, n, b, out)
         }
         let width = b.c1 - b.c0;
         if let (Some(val), Some(xs)) = (as_f32(val), as_f32(x.x)) {
@@ -294,9 +330,9 @@ fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J]
                 // SAFETY: the CPU supports AVX-512F; T is f32.
                 return unsafe {
                     if width.is_multiple_of(128) {
-                        spmm_rows_f32_avx512::<I, J, 8>(crow, col, val, xr, n, b, &out)
+                        spmm_rows_f32_avx512::<I, J, 8>(a, val, xr, n, b, &out)
                     } else {
-                        spmm_rows_f32_avx512::<I, J, 4>(crow, col, val, xr, n, b, &out)
+                        spmm_rows_f32_avx512::<I, J, 4>(a, val, xr, n, b, &out)
                     }
                 };
             }
@@ -306,54 +342,45 @@ fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J]
             // SAFETY: the CPU supports the features the functions were compiled for.
             return unsafe {
                 if wide {
-                    avx512::<T, I, J, 128>(crow, col, val, x, n, b, out)
+                    avx512::<T, I, J, 128>(a, val, x, n, b, out)
                 } else {
-                    avx512::<T, I, J, 64>(crow, col, val, x, n, b, out)
+                    avx512::<T, I, J, 64>(a, val, x, n, b, out)
                 }
             };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: as above.
-            return unsafe { avx2::<T, I, J>(crow, col, val, x, n, b, out) };
+            return unsafe { avx2::<T, I, J>(a, val, x, n, b, out) };
         }
     }
-    spmm_rows::<T, I, J, false, 64>(crow, col, val, x, n, b, out)
+    spmm_rows::<T, I, J, false, 64>(a, val, x, n, b, out)
 }
 
-/// Row blocks with about equal stored entries (and a bounded row count), for rayon tasks.
-pub fn balanced_row_blocks<I: IndexElem>(crow: &[I], tasks: usize) -> Vec<usize> {
-    let m = crow.len() - 1;
-    let nnz = crow[m].to_i64() as usize;
-    let target = (nnz / tasks.max(1)).max(1);
-    let mut cuts = vec![0usize];
-    let mut last = 0usize;
-    let max_rows = (m / tasks.max(1)).max(1) * 4;
-    for r in 1..m {
-        let at = crow[r].to_i64() as usize;
-        if at - last >= target || r - cuts.last().expect("non-empty") >= max_rows {
-            cuts.push(r);
-            last = at;
-        }
-    }
-    if m > 0 {
-        cuts.push(m);
-    }
-    cuts
+/// The element count `a * b` of an output, or a panic naming it: a wrapped count would size a
+/// buffer the kernels then write past.
+pub(crate) fn out_len(a: usize, b: usize, what: &str) -> usize {
+    a.checked_mul(b).unwrap_or_else(|| panic!("{what}: {a} x {b} elements overflow usize"))
 }
 
-/// `A · X` on host slices: `out [m, n]` (`m = crow.len() - 1`). Every output element is written
-/// exactly once (no zeroing pass over the output).
-pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], x: &[T], n: usize) -> Vec<T> {
-    let m = crow.len() - 1;
-    if n == 0 || m == 0 {
+/// `A · X` on host slices: `A [m, k]` with one value per entry, `X [k, n]` row-major; `out [m,
+/// n]`. Every output element is written exactly once (no zeroing pass over the output).
+///
+/// # Panics
+/// If `val` does not hold one value per entry or `x` is not `[k, n]`.
+pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], x: &[T], n: usize) -> Vec<T> {
+    let (m, k) = (a.nrows(), a.ncols());
+    assert_eq!(val.len(), a.nnz(), "spmm: one value per stored entry");
+    assert_eq!(x.len(), out_len(k, n, "spmm: X"), "spmm: X is [k, n] = [{k}, {n}]");
+    let len = out_len(m, n, "spmm: the output");
+    if len == 0 {
         return Vec::new();
     }
-    let k = x.len() / n;
+    let col = a.idx();
     // Panels are packed copies of X; measured, they pay at 41 reads per row (4096 x 128 at 1 %:
     // 9 %) where a plain aligned copy does not.
     let w = if col.len() >= 16 * k { panel_width::<T>(k, n) } else { n };
-    let mut out: Vec<T> = Vec::with_capacity(m * n);
-    let cuts = balanced_row_blocks(crow, rayon::current_num_threads() * 16);
+    let mut out: Vec<T> = Vec::with_capacity(len);
+    let cuts = a.row_blocks(rayon::current_num_threads() * 16);
     // Panel-major: rayon splits the task list in halves, so each thread starts on its own panel.
     let blocks: Vec<Block> = (0..n).step_by(w).flat_map(|c0| cuts.windows(2).map(move |r| Block { r0: r[0], r1: r[1], c0, c1: (c0 + w).min(n) })).collect();
     let dst = SendPtr(out.as_mut_ptr());
@@ -363,14 +390,15 @@ pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T
         // sets and thrashes (measured: slower than no panels at all).
         let packed = pack_panels(x, k, n, w);
         let px = packed.get();
-        blocks.into_par_iter().for_each(|b| spmm_rows_dispatch(crow, col, val, XRows { x: &px[b.c0 * k..(b.c0 * k + (b.c1 - b.c0) * k)], ld: b.c1 - b.c0, xc: 0 }, n, b, &dst));
+        blocks.into_par_iter().for_each(|b| spmm_rows_dispatch(a, val, XRows { x: &px[b.c0 * k..(b.c0 * k + (b.c1 - b.c0) * k)], ld: b.c1 - b.c0, xc: 0 }, n, b, &dst));
     } else {
         let aligned = aligned_copy(x, n, col.len(), 64);
         let x = aligned.as_ref().map_or(x, |a| a.get());
-        blocks.into_par_iter().for_each(|b| spmm_rows_dispatch(crow, col, val, XRows { x, ld: n, xc: 0 }, n, b, &dst));
+        blocks.into_par_iter().for_each(|b| spmm_rows_dispatch(a, val, XRows { x, ld: n, xc: 0 }, n, b, &dst));
     }
-    // SAFETY: the blocks partition [0, m) x [0, n) and the kernel writes every element of its own.
-    unsafe { out.set_len(m * n) };
+    // SAFETY: the blocks partition [0, m) x [0, n) (row cuts from 0 to m, panels from 0 to n)
+    // and the kernels write every element of their own.
+    unsafe { out.set_len(len) };
     out
 }
 
@@ -434,7 +462,7 @@ impl<T: Copy + Send + Sync> Scratch<T> {
     /// # Safety
     /// `fill` writes every element of the slice it is given.
     pub(crate) unsafe fn filled(len: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Self {
-        let bytes = len * core::mem::size_of::<T>();
+        let bytes = out_len(len, core::mem::size_of::<T>(), "scratch buffer");
         let mut buf = {
             let mut pool = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
             // The smallest that fits: a large buffer taken for a small need would leave the
@@ -524,133 +552,35 @@ fn aligned_copy<T: Real>(x: &[T], n: usize, reads: usize, min_reuse: usize) -> O
     (n > 0 && x.as_ptr() as usize % 64 != 0 && row_bytes % 64 == 0 && reads >= min_reuse * (x.len() / n)).then(|| Scratch::of(x))
 }
 
-/// The CSC view of a CSR matrix `[m, k]`: `(ccol [k + 1], row [nnz], value(j) in column order)`,
-/// `value(j)` the value (or the CSR position) of entry `j`.
-/// A stable counting sort on the column, parallel over row blocks: each block counts its
-/// columns, exclusive offsets are laid out (column, block)-major, and each block scatters its
-/// entries to its own slots, so no two threads write the same place.
-pub fn csr_transpose<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], value: impl Fn(usize) -> T + Sync, k: usize) -> (Vec<i64>, Vec<i64>, Vec<T>) {
-    let nnz = col.len();
-    let tasks = if nnz >= crate::algebra::PARALLEL_MIN { rayon::current_num_threads().clamp(1, 8) } else { 1 };
-    let cuts = balanced_row_blocks(crow, tasks);
-    let mut hists: Vec<Vec<i64>> = cuts
-        .par_windows(2)
-        .map(|w| {
-            let mut h = vec![0i64; k];
-            for &c in &col[crow[w[0]].to_i64() as usize..crow[w[1]].to_i64() as usize] {
-                h[c.to_i64() as usize] += 1;
-            }
-            h
-        })
-        .collect();
-    let mut ccol = vec![0i64; k + 1];
-    let mut running = 0i64;
-    for c in 0..k {
-        ccol[c] = running;
-        for h in hists.iter_mut() {
-            let n = h[c];
-            h[c] = running;
-            running += n;
-        }
-    }
-    ccol[k] = running;
-    let mut row: Vec<i64> = Vec::with_capacity(nnz);
-    let mut tval: Vec<T> = Vec::with_capacity(nnz);
-    let (rp, vp) = (SendPtr(row.as_mut_ptr()), SendPtr(tval.as_mut_ptr()));
-    cuts.par_windows(2).zip(hists.par_iter_mut()).for_each(|(w, next)| {
-        for r in w[0]..w[1] {
-            for j in crow[r].to_i64() as usize..crow[r + 1].to_i64() as usize {
-                let c = col[j].to_i64() as usize;
-                let p = next[c] as usize;
-                next[c] += 1;
-                // SAFETY: the offsets partition 0..nnz by (column, block); each slot is written
-                // by exactly one block, once.
-                unsafe {
-                    rp.at(p).write(r as i64);
-                    vp.at(p).write(value(j));
-                }
-            }
-        }
-    });
-    // SAFETY: every slot was written above.
-    unsafe {
-        row.set_len(nnz);
-        tval.set_len(nnz);
-    }
-    (ccol, row, tval)
-}
-
-/// A raw pointer tasks write through at disjoint positions.
-pub(crate) struct SendPtr<T>(pub(crate) *mut T);
-unsafe impl<T> Send for SendPtr<T> {}
-unsafe impl<T> Sync for SendPtr<T> {}
-impl<T> SendPtr<T> {
-    pub(crate) fn at(&self, i: usize) -> *mut T {
-        // SAFETY (callers): `i` is inside the allocation.
-        unsafe { self.0.add(i) }
-    }
-}
-
-/// `Aᵀ · G` on host slices (`A [m, k]` CSR, `G [m, n]`): `out [k, n]`.
-pub fn spmm_t<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], val: &[T], g: &[T], n: usize, k: usize) -> Vec<T> {
-    let (ccol, row, tval) = csr_transpose(crow, col, |j| val[j], k);
-    spmm(&ccol, &row, &tval, g, n)
+/// `Aᵀ · G` on host slices (`A [m, k]`, one value per entry, `G [m, n]`): `out [k, n]`.
+///
+/// # Panics
+/// If `val` does not hold one value per entry or `g` is not `[m, n]`.
+pub fn spmm_t<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], g: &[T], n: usize) -> Vec<T> {
+    assert_eq!(val.len(), a.nnz(), "spmm_t: one value per stored entry");
+    let (ccol, row, tval) = transpose_with(a, |j| val[j]);
+    // SAFETY: the counting sort of a valid pattern `[m, k]` gives a valid pattern `[k, m]`.
+    let at = unsafe { CsrPattern::new_unchecked(&ccol[..], &row[..], a.nrows()) };
+    spmm(at, &tval, g, n)
 }
 
 /// `Aᵀ · G` with the CSC view of `A`'s pattern given. The values are gathered into column order
 /// first: read through the permutation inside the kernel, each is a random access competing with
 /// the rows of `G` for the line-fill buffers (measured: the 100k x 100k product takes 30 % longer).
+///
+/// # Panics
+/// If `val` does not hold one value per entry or `g` is not `[m, n]`.
 pub fn spmm_t_with<T: Real>(csc: &CscPattern, val: &[T], g: &[T], n: usize) -> Vec<T> {
-    let tval = Scratch::gathered(val, &csc.perm);
-    spmm(&csc.ccol, &csc.row, tval.get(), g, n)
-}
-
-/// The CSC view of a CSR pattern.
-#[derive(Debug)]
-pub struct CscPattern {
-    ccol: Vec<i64>,
-    row: Vec<i64>,
-    perm: Vec<i64>,
-    inv: Vec<i64>,
-}
-
-impl CscPattern {
-    /// The CSC view of the CSR pattern `(crow, col)` with `k` columns.
-    pub fn of<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], k: usize) -> Self {
-        let (ccol, row, perm) = csr_transpose(crow, col, |j| j as i64, k);
-        let mut inv = vec![0i64; perm.len()];
-        for (p, &j) in perm.iter().enumerate() {
-            inv[j as usize] = p as i64;
-        }
-        Self { ccol, row, perm, inv }
-    }
-
-    /// Column pointers `[k + 1]`.
-    pub fn ccol(&self) -> &[i64] {
-        &self.ccol
-    }
-
-    /// Row of each entry in column order.
-    pub fn row(&self) -> &[i64] {
-        &self.row
-    }
-
-    /// CSR position of each entry in column order: a permutation of `0..nnz` (the fields are
-    /// private, so kernels may write through it in parallel).
-    pub fn perm(&self) -> &[i64] {
-        &self.perm
-    }
-
-    /// Column-order position of each CSR entry (the inverse of `perm`).
-    pub fn inv(&self) -> &[i64] {
-        &self.inv
-    }
+    assert_eq!(val.len(), csc.nnz(), "spmm_t: one value per stored entry");
+    let tval = Scratch::gathered(val, csc.perm());
+    spmm(csc.as_csr(), tval.get(), g, n)
 }
 
 /// Entries of rows `r0..` filling `out` (which starts at row `r0`'s first entry): each row of
 /// `a` is read once for all its entries, dot products run in 16 lanes and reduce by halving.
 #[inline(always)]
-fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+    let (crow, col) = (p.ptr(), p.idx());
     const LANES: usize = 16;
     let base = crow[r0].to_i64() as usize;
     let mut r = r0;
@@ -695,7 +625,7 @@ fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(crow: &[I], 
 
 multiversion! {
     /// `sddmm_rows` compiled for the best vector extension available.
-    fn sddmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) => sddmm_rows
+    fn sddmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) => sddmm_rows
 }
 
 /// `x` as `&[f32]` when `T` is `f32`.
@@ -718,7 +648,8 @@ fn as_f32_uninit<T: 'static>(x: &mut [MaybeUninit<T>]) -> Option<&mut [MaybeUnin
 /// cost three times the multiply-adds.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[f32], b: &[f32], d: usize, r0: usize, out: &mut [MaybeUninit<f32>]) {
+unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[f32], b: &[f32], d: usize, r0: usize, out: &mut [MaybeUninit<f32>]) {
+    let (crow, col) = (p.ptr(), p.idx());
     use core::arch::x86_64::*;
     let base = crow[r0].to_i64() as usize;
     let (full, rest) = (d / 64 * 64, d % 64);
@@ -775,7 +706,8 @@ pub(crate) fn reduce4(d0: core::arch::x86_64::__m512, d1: core::arch::x86_64::__
 /// cost as much as the multiply-adds at these widths).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(crow: &[I], col: &[J], a: &[f32], b: &[f32], r0: usize, out: &mut [MaybeUninit<f32>]) {
+unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(p: CsrPattern<'_, I, J>, a: &[f32], b: &[f32], r0: usize, out: &mut [MaybeUninit<f32>]) {
+    let (crow, col) = (p.ptr(), p.idx());
     use core::arch::x86_64::*;
     let d = 16 * V;
     let base = crow[r0].to_i64() as usize;
@@ -814,19 +746,28 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(c
     }
 }
 
-/// `out[j] = a[row j] · b[col j]` on host slices (`a [m, d]`, `b [k, d]`).
-pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize) -> Vec<T> {
-    let b_al = aligned_copy(b, d, col.len(), 32);
-    sddmm_aligned_b(crow, col, a, b_al.as_ref().map_or(b, |x| x.get()), d)
+/// `out[j] = a[row j] · b[col j]` on host slices: `a [m, d]` indexed by the pattern's rows,
+/// `b [k, d]` by its columns; `out [nnz]`.
+///
+/// # Panics
+/// If `a` is not `[m, d]` or `b` not `[k, d]`.
+pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize) -> Vec<T> {
+    assert_eq!(b.len(), out_len(p.ncols(), d, "sddmm: b"), "sddmm: b is [k, d] = [{}, {d}]", p.ncols());
+    let b_al = aligned_copy(b, d, p.nnz(), 32);
+    sddmm_aligned_b(p, a, b_al.as_ref().map_or(b, |x| x.get()), d)
 }
 
 /// [`sddmm`] with the right operand given transposed, `bt [d, k]` (torch's `mat2`): it is
 /// transposed once into an aligned buffer, which is also the aligned copy the row gathers want.
-pub fn sddmm_bt<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], bt: &[T], d: usize) -> Vec<T> {
-    let k = bt.len().checked_div(d).unwrap_or(0);
+///
+/// # Panics
+/// If `a` is not `[m, d]` or `bt` not `[d, k]`.
+pub fn sddmm_bt<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], bt: &[T], d: usize) -> Vec<T> {
+    let k = p.ncols();
+    assert_eq!(bt.len(), out_len(d, k, "sddmm: bt"), "sddmm: bt is [d, k] = [{d}, {k}]");
     // SAFETY: the transpose writes every element of `[k, d]`.
     let b = unsafe { Scratch::filled(k * d, |out| crate::flex::transpose_into(bt, d, k, out)) };
-    sddmm_aligned_b(crow, col, a, b.get(), d)
+    sddmm_aligned_b(p, a, b.get(), d)
 }
 
 /// Whether the f32 SDDMM kernel for width `d` keeps the row of `a` in registers (d = 64, 128).
@@ -839,9 +780,9 @@ fn sddmm_holds_a_row<T: 'static>(d: usize) -> bool {
     false
 }
 
-fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a: &[T], b: &[T], d: usize) -> Vec<T> {
-    let m = crow.len() - 1;
-    let nnz = col.len();
+fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize) -> Vec<T> {
+    let (m, nnz) = (p.nrows(), p.nnz());
+    assert_eq!(a.len(), out_len(m, d, "sddmm: a"), "sddmm: a is [m, d] = [{m}, {d}]");
     if nnz == 0 || m == 0 {
         return vec![T::default(); nnz];
     }
@@ -850,12 +791,11 @@ fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a
     // A kernel that holds the row of `a` in registers loads it once per pattern row: no copy.
     let a_al = if sddmm_holds_a_row::<T>(d) { None } else { aligned_copy(a, d, nnz, 32) };
     let a = a_al.as_ref().map_or(a, |x| x.get());
-    let cuts = balanced_row_blocks(crow, rayon::current_num_threads() * 16);
+    let cuts = p.row_blocks(rayon::current_num_threads() * 16);
     let mut parts = Vec::with_capacity(cuts.len());
     let mut rest = &mut out.spare_capacity_mut()[..nnz];
     for w in cuts.windows(2) {
-        let len = (crow[w[1]].to_i64() - crow[w[0]].to_i64()) as usize;
-        let (head, tail) = rest.split_at_mut(len);
+        let (head, tail) = rest.split_at_mut(p.start(w[1]) - p.start(w[0]));
         parts.push((w[0], head));
         rest = tail;
     }
@@ -866,17 +806,19 @@ fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(crow: &[I], col: &[J], a
                 // SAFETY: the CPU supports AVX-512F.
                 unsafe {
                     match d {
-                        64 => sddmm_rows_f32_avx512_x4::<I, J, 4>(crow, col, a32, b32, r0, o32),
-                        128 => sddmm_rows_f32_avx512_x4::<I, J, 8>(crow, col, a32, b32, r0, o32),
-                        _ => sddmm_rows_f32_avx512(crow, col, a32, b32, d, r0, o32),
+                        64 => sddmm_rows_f32_avx512_x4::<I, J, 4>(p, a32, b32, r0, o32),
+                        128 => sddmm_rows_f32_avx512_x4::<I, J, 8>(p, a32, b32, r0, o32),
+                        _ => sddmm_rows_f32_avx512(p, a32, b32, d, r0, o32),
                     }
                 };
                 return;
             }
         }
-        sddmm_rows_dispatch(crow, col, a, b, d, r0, part)
+        sddmm_rows_dispatch(p, a, b, d, r0, part)
     });
-    // SAFETY: the row blocks partition the entries and every entry is written once.
+    // SAFETY: the pattern is valid (its type says so): its rows run from entry 0 to entry nnz,
+    // so the row blocks' parts partition the output, and the kernels write every entry of
+    // their part once.
     unsafe { out.set_len(nnz) };
     out
 }
@@ -903,8 +845,27 @@ fn same_buffer(a: &FlexTensor, b: &FlexTensor) -> bool {
     std::sync::Arc::ptr_eq(&a.data_arc(), &b.data_arc()) && a.layout() == b.layout() && a.dtype() == b.dtype()
 }
 
+/// Runs `$body` with `$a` the pattern of the contiguous Flex index tensors `$crow` and `$col`
+/// over `$k` columns, for every pair of index types.
+///
+/// Only for the bodies of [`SpmmKernels`]' methods, whose contract is that the tensors form a
+/// valid pattern over `$k` columns.
+macro_rules! with_pattern {
+    ($crow:expr, $col:expr, $k:expr, |$a:ident| $body:expr) => {
+        match_ints!(int_slice($crow), c => match_ints!(int_slice($col), p => {
+            // SAFETY: the tensors are a valid pattern over `$k` columns: the contract of the
+            // `SpmmKernels` method this expands in.
+            let $a = unsafe { CsrPattern::new_unchecked(c, p, $k) };
+            $body
+        }))
+    };
+}
+
 /// The CSC view of `(crow, col)`, from the cache or computed and cached.
-fn cached_transpose(crow: &FlexTensor, col: &FlexTensor, k: usize) -> std::sync::Arc<CscPattern> {
+///
+/// # Safety
+/// `(crow, col)` is a valid pattern over `k` columns.
+unsafe fn cached_transpose(crow: &FlexTensor, col: &FlexTensor, k: usize) -> std::sync::Arc<CscPattern> {
     let mut cache = TRANSPOSES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(i) = cache.iter().position(|c| c.k == k && same_buffer(&c.crow, crow) && same_buffer(&c.col, col)) {
         let hit = cache.remove(i);
@@ -913,8 +874,7 @@ fn cached_transpose(crow: &FlexTensor, col: &FlexTensor, k: usize) -> std::sync:
         return csc;
     }
     drop(cache);
-    let (cs, ps) = (int_slice(crow), int_slice(col));
-    let csc = std::sync::Arc::new(match_ints!(cs, c => match_ints!(ps, p => CscPattern::of(c, p, k))));
+    let csc = std::sync::Arc::new(with_pattern!(crow, col, k, |a| a.transpose()));
     let mut cache = TRANSPOSES.lock().unwrap_or_else(|e| e.into_inner());
     cache.insert(0, CachedTranspose { crow: crow.clone(), col: col.clone(), k, csc: csc.clone() });
     cache.truncate(TRANSPOSE_CACHE);
@@ -922,66 +882,65 @@ fn cached_transpose(crow: &FlexTensor, col: &FlexTensor, k: usize) -> std::sync:
 }
 
 impl SpmmKernels for Flex {
-    fn csr_spmm(crow: FlexTensor, col: FlexTensor, values: FlexTensor, x: FlexTensor) -> FlexTensor {
+    unsafe fn csr_spmm(crow: FlexTensor, col: FlexTensor, values: FlexTensor, x: FlexTensor) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let m = crow.shape()[0] - 1;
-        let n = x.shape()[1];
-        let (cs, ps) = (int_slice(&crow), int_slice(&col));
+        let [k, n] = [x.shape()[0], x.shape()[1]];
         with_real(
             [values, x],
             vec![m, n],
-            |[v, x]| match_ints!(cs, c => match_ints!(ps, p => spmm(c, p, v, x, n))),
-            |[v, x]| match_ints!(cs, c => match_ints!(ps, p => spmm(c, p, v, x, n))),
+            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm(a, v, x, n)),
+            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm(a, v, x, n)),
         )
     }
 
-    fn csr_spmm_t(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, k: usize) -> FlexTensor {
+    unsafe fn csr_spmm_t(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, k: usize) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
-        let csc = cached_transpose(&crow, &col, k);
+        // SAFETY: a valid pattern over `k` columns, this method's contract.
+        let csc = unsafe { cached_transpose(&crow, &col, k) };
         with_real([values, g], vec![k, n], |[v, g]| spmm_t_with(&csc, v, g, n), |[v, g]| spmm_t_with(&csc, v, g, n))
     }
 
-    fn csr_spmm_backward(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, x: FlexTensor, transpose: bool, k: usize) -> FlexTensor {
+    unsafe fn csr_spmm_backward(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, x: FlexTensor, transpose: bool, k: usize) -> FlexTensor {
         use crate::spmm_backward::{spmm_backward, Walk};
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
         let len = x.shape()[0];
-        let total = vec![len * n + col.shape()[0]];
+        let total = vec![out_len(len, n, "spmm backward: dX").checked_add(col.shape()[0]).expect("spmm backward: gradient length overflows usize")];
         if transpose {
-            let (cs, ps) = (int_slice(&crow), int_slice(&col));
             with_real(
                 [values, g, x],
                 total,
-                |[v, g, x]| match_ints!(cs, c => match_ints!(ps, p => spmm_backward(&Walk::InOrder { ptr: c, idx: p }, v, g, x, n))),
-                |[v, g, x]| match_ints!(cs, c => match_ints!(ps, p => spmm_backward(&Walk::InOrder { ptr: c, idx: p }, v, g, x, n))),
+                |[v, g, x]| with_pattern!(&crow, &col, k, |a| spmm_backward(&Walk::InOrder(a), v, g, x, n)),
+                |[v, g, x]| with_pattern!(&crow, &col, k, |a| spmm_backward(&Walk::InOrder(a), v, g, x, n)),
             )
         } else {
-            let csc = cached_transpose(&crow, &col, k);
+            // SAFETY: a valid pattern over `k` columns, this method's contract.
+            let csc = unsafe { cached_transpose(&crow, &col, k) };
             let walk: Walk<'_, i64, i64> = Walk::Transposed(&csc);
             with_real([values, g, x], total, |[v, g, x]| spmm_backward(&walk, v, g, x, n), |[v, g, x]| spmm_backward(&walk, v, g, x, n))
         }
     }
 
-    fn csr_sddmm(crow: FlexTensor, col: FlexTensor, a: FlexTensor, b: FlexTensor) -> FlexTensor {
+    unsafe fn csr_sddmm(crow: FlexTensor, col: FlexTensor, a: FlexTensor, b: FlexTensor) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let nnz = col.shape()[0];
-        let d = a.shape()[1];
-        let (cs, ps) = (int_slice(&crow), int_slice(&col));
+        let [k, d] = [b.shape()[0], a.shape()[1]];
         // torch's `mat2 [d, k]` arrives as a transposed view: the kernel transposes it itself.
         if let Some(bt) = transposed_base(&b) {
             return with_real(
                 [a, bt],
                 vec![nnz],
-                |[a, bt]| match_ints!(cs, c => match_ints!(ps, p => sddmm_bt(c, p, a, bt, d))),
-                |[a, bt]| match_ints!(cs, c => match_ints!(ps, p => sddmm_bt(c, p, a, bt, d))),
+                |[a, bt]| with_pattern!(&crow, &col, k, |p| sddmm_bt(p, a, bt, d)),
+                |[a, bt]| with_pattern!(&crow, &col, k, |p| sddmm_bt(p, a, bt, d)),
             );
         }
         with_real(
             [a, b],
             vec![nnz],
-            |[a, b]| match_ints!(cs, c => match_ints!(ps, p => sddmm(c, p, a, b, d))),
-            |[a, b]| match_ints!(cs, c => match_ints!(ps, p => sddmm(c, p, a, b, d))),
+            |[a, b]| with_pattern!(&crow, &col, k, |p| sddmm(p, a, b, d)),
+            |[a, b]| with_pattern!(&crow, &col, k, |p| sddmm(p, a, b, d)),
         )
     }
 }
@@ -1021,7 +980,8 @@ mod tests {
         let val: Vec<f64> = (0..11).map(|i| i as f64 * 0.5 - 2.0).collect();
         let x: Vec<f64> = (0..k * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
         let a = dense_ref(m, k, &crow, &col, &val);
-        assert_eq!(spmm(&crow, &col, &val, &x, n), matmul(&a, &x, m, k, n));
+        let p = CsrPattern::new(&crow, &col, k).unwrap();
+        assert_eq!(spmm(p, &val, &x, n), matmul(&a, &x, m, k, n));
         let g: Vec<f64> = (0..m * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
         let mut at = vec![0.0; k * m];
         for i in 0..m {
@@ -1029,7 +989,8 @@ mod tests {
                 at[j * m + i] = a[i * k + j];
             }
         }
-        assert_eq!(spmm_t(&crow, &col, &val, &g, n, k), matmul(&at, &g, k, m, n));
+        assert_eq!(spmm_t(p, &val, &g, n), matmul(&at, &g, k, m, n));
+        assert_eq!(spmm_t_with(&p.transpose(), &val, &g, n), matmul(&at, &g, k, m, n));
         let full = {
             let mut xt = vec![0.0; n * k];
             for i in 0..k {
@@ -1039,7 +1000,7 @@ mod tests {
             }
             matmul(&g, &xt, m, n, k)
         };
-        let s = sddmm(&crow, &col, &g, &x, n);
+        let s = sddmm(p, &g, &x, n);
         for r in 0..m {
             for j in crow[r] as usize..crow[r + 1] as usize {
                 assert_eq!(s[j], full[r * k + col[j] as usize]);
@@ -1051,7 +1012,7 @@ mod tests {
         for n in [64, 128, 192, 80] {
             let x: Vec<f64> = (0..k * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
             let want = f(&matmul(&a, &x, m, k, n));
-            assert_eq!(spmm(&crow, &col, &f(&val), &f(&x), n), want, "f32 n={n}");
+            assert_eq!(spmm(p, &f(&val), &f(&x), n), want, "f32 n={n}");
         }
     }
 
@@ -1071,7 +1032,7 @@ mod tests {
         for d in [16, 48, 64, 128, 130] {
             let a: Vec<f32> = (0..m * d).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
             let b: Vec<f32> = (0..k * d).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
-            let got = sddmm(&crow, &col, &a, &b, d);
+            let got = sddmm(CsrPattern::new(&crow, &col, k).unwrap(), &a, &b, d);
             for r in 0..m {
                 for j in crow[r] as usize..crow[r + 1] as usize {
                     let c = col[j] as usize;
@@ -1100,7 +1061,7 @@ mod tests {
         assert!(col.len() >= 64 * k);
         let val: Vec<f32> = (0..col.len()).map(|j| ((j * 7) % 5) as f32 - 2.0).collect();
         let x: Vec<f32> = (0..k * n).map(|i| ((i * 13) % 9) as f32 - 4.0).collect();
-        let got = spmm(&crow, &col, &val, &x, n);
+        let got = spmm(CsrPattern::new(&crow, &col, k).unwrap(), &val, &x, n);
         for r in [0, 17, 18, 150, m - 1] {
             for t in 0..n {
                 let want: f32 = (crow[r] as usize..crow[r + 1] as usize).map(|j| val[j] * x[col[j] as usize * n + t]).sum();

@@ -18,18 +18,13 @@
 
 use crate::algebra::IndexElem;
 use core::mem::MaybeUninit;
-use crate::spmm::{balanced_row_blocks, gather_into, prefetch_row, CscPattern, Real, Scratch, SendPtr, PREFETCH};
+use crate::spmm::{balanced_row_blocks, gather_into, out_len, prefetch_row, CscPattern, CsrPattern, Real, Scratch, SendPtr, PREFETCH};
 use rayon::prelude::*;
 
 /// A compressed pattern walked by its compressed dimension.
 pub enum Walk<'a, I, J> {
-    /// `ptr [len + 1]` and the other index of each entry; values in storage order.
-    InOrder {
-        /// Compressed pointers.
-        ptr: &'a [I],
-        /// The plain index of each entry.
-        idx: &'a [J],
-    },
+    /// A pattern walked by its rows (segments); values in storage order.
+    InOrder(CsrPattern<'a, I, J>),
     /// The CSC view of a CSR pattern; values in CSR (storage) order.
     Transposed(&'a CscPattern),
 }
@@ -311,19 +306,25 @@ fn walk_in_order<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val:
 }
 
 /// Both gradients of a product over `walk` (`len` segments), as one buffer: `dx [len, n]` then
-/// `dv [nnz]` in values order; from the output gradient rows `g` (indexed by the walk's plain
-/// index) and the operand rows `x [len, n]`. Every element is written once.
+/// `dv [nnz]` in values order; from the output gradient rows `g` (`[width, n]`, indexed by the
+/// walk's plain index in `0..width`) and the operand rows `x [len, n]`. Every element is written
+/// once.
 ///
 /// # Panics
-/// If `val` is not one value per entry, or `x` not `[len, n]`.
+/// If `val` is not one value per entry, `x` not `[len, n]` or `g` not `[width, n]`.
 pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize) -> Vec<T> {
-    let (len, nnz) = match walk {
-        Walk::InOrder { ptr, idx } => (ptr.len() - 1, idx.len()),
-        Walk::Transposed(csc) => (csc.ccol().len() - 1, csc.row().len()),
+    let pattern = match walk {
+        Walk::InOrder(a) => (a.nrows(), a.nnz(), a.ncols()),
+        Walk::Transposed(csc) => {
+            let t = csc.as_csr();
+            (t.nrows(), t.nnz(), t.ncols())
+        }
     };
-    assert_eq!(val.len(), nnz, "one value per stored entry");
-    assert_eq!(x.len(), len * n, "x is [len, n]");
-    let total = len * n + nnz;
+    let (len, nnz, width) = pattern;
+    assert_eq!(val.len(), nnz, "spmm backward: one value per stored entry");
+    assert_eq!(x.len(), out_len(len, n, "spmm backward: x"), "spmm backward: x is [len, n] = [{len}, {n}]");
+    assert_eq!(g.len(), out_len(width, n, "spmm backward: g"), "spmm backward: g is [width, n] = [{width}, {n}]");
+    let total = out_len(len, n, "spmm backward: dx").checked_add(nnz).expect("spmm backward: gradient length overflows usize");
     let mut out: Vec<T> = Vec::with_capacity(total);
     if n == 0 {
         out.resize(total, T::default());
@@ -331,7 +332,7 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
     }
     let (dx, dv) = out.spare_capacity_mut()[..total].split_at_mut(len * n);
     match walk {
-        Walk::InOrder { ptr, idx } => walk_in_order(ptr, idx, val, g, x, n, dx, dv),
+        Walk::InOrder(a) => walk_in_order(a.ptr(), a.idx(), val, g, x, n, dx, dv),
         Walk::Transposed(csc) => {
             #[cfg(target_arch = "x86_64")]
             if avx512_f32::<T>(n) && core::mem::size_of_val(g) >= PERMUTE_IN_PASS_FROM {
@@ -350,7 +351,9 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
             gather_into(wdv.get(), csc.inv(), dv);
         }
     }
-    // SAFETY: the segments cover every `dx` row and every entry's gradient.
+    // SAFETY: the walk's pattern is valid (a `CsrPattern`, or a `CscPattern` built from one):
+    // its segments run from entry 0 to entry nnz, so the blocks cover every `dx` row and every
+    // entry's gradient, each written once.
     unsafe { out.set_len(total) };
     out
 }
@@ -358,7 +361,7 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spmm::{sddmm, spmm_t, CscPattern};
+    use crate::spmm::{sddmm, spmm_t, CsrPattern};
 
     #[test]
     fn fused_backward_matches_sddmm_and_transposed_product() {
@@ -370,25 +373,26 @@ mod tests {
         for n in [1, 3, 64, 70, 128, 130] {
             let g: Vec<f64> = (0..m * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
             let x: Vec<f64> = (0..k * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
-            let csc = CscPattern::of(&crow, &col, k);
+            let a = CsrPattern::new(&crow, &col, k).unwrap();
+            let csc = a.transpose();
             let walk: Walk<'_, i64, i64> = Walk::Transposed(&csc);
             let both = spmm_backward(&walk, &val, &g, &x, n);
-            assert_eq!(both[..k * n], spmm_t(&crow, &col, &val, &g, n, k), "dx n={n}");
-            assert_eq!(both[k * n..], sddmm(&crow, &col, &g, &x, n), "dv n={n}");
+            assert_eq!(both[..k * n], spmm_t(a, &val, &g, n), "dx n={n}");
+            assert_eq!(both[k * n..], sddmm(a, &g, &x, n), "dv n={n}");
             // out = Aᵀ · X (X [m, n], G [k, n]): the walk over the pattern itself.
-            let walk = Walk::InOrder { ptr: &crow, idx: &col };
+            let walk = Walk::InOrder(a);
             let gt: Vec<f64> = (0..k * n).map(|i| ((i * 5) % 9) as f64 - 4.0).collect();
             let xt: Vec<f64> = (0..m * n).map(|i| ((i * 3) % 8) as f64 - 3.5).collect();
             let both = spmm_backward(&walk, &val, &gt, &xt, n);
-            assert_eq!(both[..m * n], crate::spmm::spmm(&crow, &col, &val, &gt, n), "dx of Aᵀ·X n={n}");
-            assert_eq!(both[m * n..], sddmm(&crow, &col, &xt, &gt, n), "dv of Aᵀ·X n={n}");
+            assert_eq!(both[..m * n], crate::spmm::spmm(a, &val, &gt, n), "dx of Aᵀ·X n={n}");
+            assert_eq!(both[m * n..], sddmm(a, &xt, &gt, n), "dv of Aᵀ·X n={n}");
             // f32 takes the AVX-512 kernel where n is a multiple of 64 (integer data: exact).
             let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
             let (val32, g32, x32) = (f(&val), f(&g), f(&x));
             let walk: Walk<'_, i64, i64> = Walk::Transposed(&csc);
             let both = spmm_backward(&walk, &val32, &g32, &x32, n);
-            assert_eq!(both[..k * n], spmm_t(&crow, &col, &val32, &g32, n, k), "f32 dx n={n}");
-            assert_eq!(both[k * n..], sddmm(&crow, &col, &g32, &x32, n), "f32 dv n={n}");
+            assert_eq!(both[..k * n], spmm_t(a, &val32, &g32, n), "f32 dx n={n}");
+            assert_eq!(both[k * n..], sddmm(a, &g32, &x32, n), "f32 dv n={n}");
         }
     }
 
@@ -408,9 +412,9 @@ mod tests {
         let val: Vec<f32> = (0..col.len()).map(|j| ((j * 7) % 5) as f32 - 2.0).collect();
         let g: Vec<f32> = (0..m * n).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
         let x: Vec<f32> = (0..k * n).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
-        let csc = CscPattern::of(&crow, &col, k);
-        let both = spmm_backward(&Walk::<i64, i64>::Transposed(&csc), &val, &g, &x, n);
-        assert_eq!(both[..k * n], spmm_t(&crow, &col, &val, &g, n, k));
-        assert_eq!(both[k * n..], sddmm(&crow, &col, &g, &x, n));
+        let a = CsrPattern::new(&crow, &col, k).unwrap();
+        let both = spmm_backward(&Walk::<i64, i64>::Transposed(&a.transpose()), &val, &g, &x, n);
+        assert_eq!(both[..k * n], spmm_t(a, &val, &g, n));
+        assert_eq!(both[k * n..], sddmm(a, &g, &x, n));
     }
 }

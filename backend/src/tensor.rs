@@ -5,11 +5,21 @@
 //! `[batch * nse, item]` with the block and dense dims folded into the trailing axis, so a
 //! tensor on an autodiff device carries gradients on its values with no extra machinery.
 //! The torch-shaped views (`values::<V>()`, `crow_indices::<C>()`) are reshapes of that storage.
+//!
+//! Invariants: the indices satisfy their layout's rules (COO indices inside the shape;
+//! compressed indices starting at 0, non-decreasing, ending at `nse`, with plain indices inside
+//! the shape, sorted and unique per segment), every dimension and `nse` fit the index dtype, and
+//! the shape's element count fits `i64`. The checked constructors establish them, every
+//! operation preserves them, and the host kernels rely on them for memory safety. A tensor from
+//! an `*_unchecked` constructor holds its contents as given ([`Trust::Unchecked`]): they are
+//! checked once, on the first operation that reads them ([`SparseTensor::check_invariants`]),
+//! so an invalid one gives an error, never an access outside a buffer.
 
 use crate::error::{Result, SparseError};
 use crate::layout::Layout;
 use crate::util::{numel, reshape, reshape_int};
 use burn::tensor::{DType, Device, Int, Tensor};
+use std::sync::{Arc, OnceLock};
 
 /// Index components of a sparse tensor.
 #[derive(Debug, Clone)]
@@ -18,6 +28,23 @@ pub(crate) enum Indices {
     Coo(Tensor<2, Int>),
     /// `[batch, n_compressed + 1]` and `[batch, nse]`.
     Compressed { compressed: Tensor<2, Int>, plain: Tensor<2, Int> },
+}
+
+/// Whether a tensor's index contents are known to satisfy its layout's invariants.
+#[derive(Debug, Clone)]
+pub(crate) enum Trust {
+    /// Built by a checked constructor, or by an operation on tensors that were checked.
+    Checked,
+    /// Built by an `*_unchecked` constructor: checked on the first operation that reads the
+    /// indices, the outcome shared by every clone (clones share the indices too).
+    Unchecked(Arc<OnceLock<Result<()>>>),
+}
+
+impl Trust {
+    /// A fresh unchecked state.
+    pub(crate) fn unchecked() -> Self {
+        Trust::Unchecked(Arc::new(OnceLock::new()))
+    }
 }
 
 /// A sparse tensor of rank `D` (batch + sparse + dense dims, as burn's `Tensor<D>`).
@@ -32,6 +59,7 @@ pub struct SparseTensor<const D: usize> {
     pub(crate) indices: Indices,
     pub(crate) values: Tensor<2>,
     pub(crate) coalesced: bool,
+    pub(crate) trust: Trust,
 }
 
 impl<const D: usize> SparseTensor<D> {
@@ -72,6 +100,21 @@ impl<const D: usize> SparseTensor<D> {
     /// Whether indices are sorted and unique (always true for compressed layouts).
     pub fn is_coalesced(&self) -> bool {
         self.coalesced
+    }
+
+    /// torch's `check_sparse_tensor_invariants`: `Ok` when the indices satisfy the layout's
+    /// invariants, else the first violation. Always `Ok` for a tensor built by a checked
+    /// constructor or an operation; a tensor from an `*_unchecked` constructor is checked on
+    /// the first call (by this method or by an operation that reads the indices) and the
+    /// outcome is kept with the indices.
+    pub fn check_invariants(&self) -> Result<()> {
+        match &self.trust {
+            Trust::Checked => {
+                debug_assert_eq!(self.check_contents(), Ok(()), "an operation built an invalid {} tensor", self.layout);
+                Ok(())
+            }
+            Trust::Unchecked(outcome) => outcome.get_or_init(|| self.check_contents()).clone(),
+        }
     }
 
     /// The block size of BSR/BSC tensors.
@@ -223,7 +266,8 @@ impl<const D: usize> SparseTensor<D> {
         self.batched("row_indices", p)
     }
 
-    /// Compressed and plain indices folded to `[batch, n + 1]` and `[batch, nse]`.
+    /// Compressed and plain indices folded to `[batch, n + 1]` and `[batch, nse]`, as stored
+    /// (not checked: see [`Self::check_invariants`]).
     pub fn compressed_indices_flat(&self) -> Option<(Tensor<2, Int>, Tensor<2, Int>)> {
         match &self.indices {
             Indices::Compressed { compressed, plain } => Some((compressed.clone(), plain.clone())),
@@ -256,6 +300,7 @@ impl<const D: usize> SparseTensor<D> {
             indices: self.indices.clone(),
             values: self.values.clone(),
             coalesced: self.coalesced,
+            trust: self.trust.clone(),
         }
     }
 

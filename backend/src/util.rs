@@ -9,22 +9,45 @@ use burn::backend::{
 };
 use burn::tensor::{DType, Device, Int, Shape, Tensor, TensorData};
 
-/// An Int tensor of `shape` holding `data`, stored in `dtype` (values must fit: callers check
-/// dimensions against the dtype before building indices).
+/// An Int tensor of `shape` holding `data`, stored in `dtype`. Every value must fit the dtype:
+/// callers size the dtype by the dimensions the values index ([`index_dtype_for`] widens it for
+/// derived dimensions), and a value that does not fit is a panic naming it, never a silent
+/// narrowing (which would turn a valid index into a wrong one).
 pub fn int_tensor<const N: usize>(
     data: Vec<i64>,
     shape: [usize; N],
     dtype: DType,
     device: &Device,
 ) -> Tensor<N, Int> {
+    fn narrow<T: TryFrom<i64>>(data: Vec<i64>, dtype: DType) -> Vec<T> {
+        data.into_iter()
+            .map(|v| T::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit the index dtype {dtype:?}")))
+            .collect()
+    }
     let data = match dtype {
         DType::I64 => TensorData::new(data, shape),
-        DType::I32 => TensorData::new(data.into_iter().map(|v| v as i32).collect::<Vec<_>>(), shape),
-        DType::I16 => TensorData::new(data.into_iter().map(|v| v as i16).collect::<Vec<_>>(), shape),
-        DType::I8 => TensorData::new(data.into_iter().map(|v| v as i8).collect::<Vec<_>>(), shape),
-        other => TensorData::new(data, shape).convert_dtype(other),
+        DType::I32 => TensorData::new(narrow::<i32>(data, dtype), shape),
+        DType::I16 => TensorData::new(narrow::<i16>(data, dtype), shape),
+        DType::I8 => TensorData::new(narrow::<i8>(data, dtype), shape),
+        other => panic!("index tensors hold a signed integer dtype, got {other:?}"),
     };
     Tensor::from_data(data, (device, dtype))
+}
+
+/// The index dtype for indices up to `max` derived from indices of `dtype`: `dtype` itself when
+/// it holds `max`, else the narrowest wider signed integer dtype that does (int64 at most). A
+/// derived pattern (a batch laid out block-diagonally, a concatenation, a reshape) can address
+/// a dimension its input's dtype does not reach; its indices are widened, never narrowed.
+pub fn index_dtype_for(dtype: DType, max: u64) -> DType {
+    let order = [DType::I8, DType::I16, DType::I32, DType::I64];
+    let fits = |d: DType| match d {
+        DType::I8 => max <= i8::MAX as u64,
+        DType::I16 => max <= i16::MAX as u64,
+        DType::I32 => max <= i32::MAX as u64,
+        _ => true,
+    };
+    let from = order.iter().position(|&d| d == dtype).unwrap_or(3);
+    order[from..].iter().copied().find(|&d| fits(d)).unwrap_or(DType::I64)
 }
 
 /// The elements of an Int tensor widened to i64.
@@ -32,9 +55,13 @@ pub fn read_i64<const N: usize>(t: &Tensor<N, Int>) -> Vec<i64> {
     with_ints(t, |s| s.to_i64())
 }
 
-/// Product of sizes (1 for none).
+/// Product of sizes (1 for none); a panic on overflow (shapes are checked to fit `i64` when
+/// built, so a product of their sizes overflowing is a bug, never a wrapped count).
 pub fn numel(sizes: &[usize]) -> usize {
-    sizes.iter().product()
+    if sizes.contains(&0) {
+        return 0;
+    }
+    sizes.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s)).unwrap_or_else(|| panic!("the element count of {sizes:?} overflows usize"))
 }
 
 /// `t.reshape(shape)` that also holds for zero-size dims. burn's `reshape` reads a 0 in the

@@ -43,23 +43,36 @@ fn fitting(dtype: DType, len: usize) -> DType {
     }
 }
 
-fn plan(p: &CooPattern) -> &CooPlan {
-    p.plan.get_or_init(|| {
+/// The plan of a COO pattern, made once; an error when its indices are out of bounds (a pattern
+/// built unchecked).
+fn plan(p: &CooPattern) -> Result<&CooPlan> {
+    p.check().map_err(candle_core::Error::wrap)?;
+    if let Some(plan) = p.plan.get() {
+        return Ok(plan);
+    }
+    let made = make_plan(p).map_err(candle_core::Error::wrap)?;
+    // Another thread may have set it meanwhile: either plan is the same.
+    let _ = p.plan.set(made);
+    Ok(p.plan.get().expect("set above"))
+}
+
+fn make_plan(p: &CooPattern) -> sparsegrad_backend::Result<CooPlan> {
+    {
         let (nnz, sizes) = (p.nnz(), [p.rows, p.cols]);
         let keys = with_index!(&p.indices, s => linear_keys(s, nnz, &sizes));
         let plan = coalesce_plan(keys, &sizes);
         let dtype = fitting(p.indices.dtype(), plan.unique);
         let (rows, cols) = plan.coords.split_at(plan.unique);
         let crow = IndexVec::from_i64(compress_sorted(rows, p.rows), dtype);
-        let csr = Arc::new(CsrPattern::new(p.rows, p.cols, CsrIndices::new(crow, IndexVec::from_i64(cols.to_vec(), dtype))));
+        let csr = Arc::new(CsrPattern::new(p.rows, p.cols, CsrIndices::new(crow, IndexVec::from_i64(cols.to_vec(), dtype)))?);
         if plan.identity {
-            return CooPlan { csr, merge: None };
+            return Ok(CooPlan { csr, merge: None });
         }
         let coalesced = CooPattern::new(p.rows, p.cols, IndexVec::from_i64(plan.coords, p.indices.dtype()));
         // The coalesced pattern's own plan is known: no merge, the same CSR pattern.
         let _ = coalesced.plan.set(CooPlan { csr: csr.clone(), merge: None });
-        CooPlan { csr, merge: Some(Merge { coalesced: Arc::new(coalesced), segment: plan.segment }) }
-    })
+        Ok(CooPlan { csr, merge: Some(Merge { coalesced: Arc::new(coalesced), segment: plan.segment }) })
+    }
 }
 
 /// Sums the values of entries that share an index (candle's differentiable `index_add`).
@@ -74,7 +87,7 @@ impl SparseTensor {
     /// coalesced tensor or CSR is returned as is). Differentiable w.r.t. the values.
     pub fn coalesce(&self) -> Result<SparseTensor> {
         let Pattern::Coo { indices, coalesced: false } = &self.pattern else { return Ok(self.clone()) };
-        match &plan(indices).merge {
+        match &plan(indices)?.merge {
             None => Ok(SparseTensor { pattern: Pattern::Coo { indices: indices.clone(), coalesced: true }, values: self.values.clone() }),
             Some(m) => Ok(SparseTensor { pattern: Pattern::Coo { indices: m.coalesced.clone(), coalesced: true }, values: merge_values(&self.values, m)? }),
         }
@@ -83,7 +96,7 @@ impl SparseTensor {
     /// torch's `to_sparse_csr()` (COO is coalesced on the way). Differentiable w.r.t. the values.
     pub fn to_sparse_csr(&self) -> Result<SparseTensor> {
         let Pattern::Coo { indices, .. } = &self.pattern else { return Ok(self.clone()) };
-        let plan = plan(indices);
+        let plan = plan(indices)?;
         let values = match &plan.merge {
             None => self.values.clone(),
             Some(m) => merge_values(&self.values, m)?,
@@ -115,6 +128,7 @@ impl SparseTensor {
         }
         let positions: Vec<i64> = match &self.pattern {
             Pattern::Coo { indices, .. } => {
+                indices.check().map_err(candle_core::Error::wrap)?;
                 let ix = &indices.indices;
                 (0..nnz).map(|j| ix.get(j) * cols as i64 + ix.get(nnz + j)).collect()
             }

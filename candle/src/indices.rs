@@ -57,12 +57,13 @@ impl IndexVec {
         with_index!(self, s => s[i].to_i64())
     }
 
-    /// `values` (each fitting `dtype`) stored as `dtype` (`I32` or `I64`).
+    /// `values` (each fitting `dtype`) stored as `dtype` (`I32` or `I64`); a value that does
+    /// not fit is a panic naming it, never a silent narrowing.
     pub fn from_i64(values: Vec<i64>, dtype: DType) -> Self {
         match dtype {
             // Callers pass values that fit: indices checked against dimensions that fit int32,
             // positions checked against int32 by `convert::fitting`.
-            DType::I32 => IndexVec::I32(values.into_iter().map(|v| v as i32).collect()),
+            DType::I32 => IndexVec::I32(values.into_iter().map(|v| i32::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit int32"))).collect()),
             _ => IndexVec::I64(values),
         }
     }
@@ -170,10 +171,11 @@ impl Unchecked {
         self.store_as
     }
 
-    /// The checked buffer in its storage type.
+    /// The buffer in its storage type; kept wide when a value does not fit it (an unchecked
+    /// out-of-range `u32`), so nothing is narrowed into another index.
     pub fn finish(self) -> IndexVec {
         match self.values {
-            IndexVec::I64(v) if self.store_as == DType::I32 => IndexVec::from_i64(v, DType::I32),
+            IndexVec::I64(v) if self.store_as == DType::I32 && v.iter().all(|&x| i32::try_from(x).is_ok()) => IndexVec::from_i64(v, DType::I32),
             v => v,
         }
     }

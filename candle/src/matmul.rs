@@ -17,8 +17,7 @@
 //! Shape mismatches are candle errors wrapping the [`SparseError`] the burn side reports.
 
 use crate::host::{data, float_dtype, shape_error, Float};
-use crate::indices::with_csr;
-use crate::tensor::{CsrPattern, Pattern, SparseTensor};
+use crate::tensor::{with_structure, CsrPattern, Pattern, SparseTensor};
 use candle_core::{CpuStorage, CustomOp2, DType, Error, Layout, Result, Shape, Tensor};
 use sparsegrad_backend::spmm::{sddmm, spmm, spmm_t_with};
 use sparsegrad_backend::SparseError;
@@ -47,7 +46,7 @@ impl Spmm {
         let out = if self.transpose {
             spmm_t_with(p.csc(), values, x, n)
         } else {
-            with_csr!(&p.indices, |c, q| spmm(c, q, values, x, n))
+            with_structure!(p, |a| spmm(a, values, x, n))
         };
         Ok((T::to_cpu_storage_owned(out), Shape::from((outer, n))))
     }
@@ -103,7 +102,7 @@ impl Sddmm {
             return Err(shape_error(OP, "the right operand", &[p.cols, d], l2.dims()));
         }
         let (a, b) = (data::<T>(s1, l1, OP)?, data::<T>(s2, l2, OP)?);
-        let out = with_csr!(&p.indices, |c, q| sddmm(c, q, a, b, d));
+        let out = with_structure!(p, |s| sddmm(s, a, b, d));
         Ok((T::to_cpu_storage_owned(out), Shape::from(p.nnz())))
     }
 }

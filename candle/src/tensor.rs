@@ -4,17 +4,20 @@
 //!
 //! The checks are the burn side's: `sparsegrad_backend::algebra::validate` runs on the host
 //! buffers and every violation is the same [`SparseError`] (component, position, value). The
-//! `*_unchecked` constructors skip the content checks but still derive the structure from the
-//! component shapes.
+//! `*_unchecked` constructors skip the checks that only meaning rests on (CSR columns sorted and
+//! unique within a row; COO indices in bounds, checked instead on the first conversion that reads
+//! them), never the ones memory safety rests on: a CSR pattern handed to the kernels is always
+//! structurally valid ([`CsrPattern::new`]).
 
 use crate::indices::{read_indices, rule_dtype, with_index, CsrIndices, IndexVec};
 use candle_core::{DType, Tensor};
 use sparsegrad_backend::algebra::validate::{check_compressed, check_coo_bounds, check_numel, index_dtype_max, CompressedNames};
-use sparsegrad_backend::spmm::CscPattern;
+use sparsegrad_backend::pattern::{CscPattern, CsrPattern as Structure};
 use sparsegrad_backend::{Layout, Result, SparseError};
 use std::sync::{Arc, OnceLock};
 
-/// A CSR pattern `[rows, cols]`: what the product and softmax ops hold.
+/// A CSR pattern `[rows, cols]`: what the product and softmax ops hold. Built only by
+/// [`CsrPattern::new`], which checks the structure the kernels walk without bounds checks.
 #[derive(Debug)]
 pub(crate) struct CsrPattern {
     pub rows: usize,
@@ -26,9 +29,33 @@ pub(crate) struct CsrPattern {
     csc: OnceLock<CscPattern>,
 }
 
+/// Runs `$body` with `$a` the kernels' view ([`sparsegrad_backend::pattern::CsrPattern`]) of a
+/// [`CsrPattern`], for either index type.
+macro_rules! with_structure {
+    ($p:expr, |$a:ident| $body:expr) => {{
+        let p: &$crate::tensor::CsrPattern = $p;
+        $crate::indices::with_csr!(&p.indices, |c, q| {
+            // SAFETY: a `CsrPattern` is only built by `CsrPattern::new`, which checked that
+            // `(c, q)` is a valid pattern over `p.cols` columns.
+            let $a = unsafe { sparsegrad_backend::pattern::CsrPattern::new_unchecked(c, q, p.cols) };
+            $body
+        })
+    }};
+}
+pub(crate) use with_structure;
+
 impl CsrPattern {
-    pub fn new(rows: usize, cols: usize, indices: CsrIndices) -> Self {
-        Self { rows, cols, indices, csc: OnceLock::new() }
+    /// The pattern `[rows, cols]` of `indices`, its structure checked (`crow [rows + 1]` from 0
+    /// to nnz, non-decreasing; columns in `0..cols`): an error naming the first violation.
+    pub fn new(rows: usize, cols: usize, indices: CsrIndices) -> Result<Self> {
+        let crow_len = crate::indices::with_csr!(&indices, |c, q| {
+            Structure::new(c, q, cols)?;
+            c.len()
+        });
+        if crow_len != rows + 1 {
+            return Err(SparseError::ShapeMismatch { component: "crow_indices", expected: vec![rows + 1], actual: vec![crow_len] });
+        }
+        Ok(Self { rows, cols, indices, csc: OnceLock::new() })
     }
 
     /// Stored entries.
@@ -41,7 +68,7 @@ impl CsrPattern {
 
     /// The CSC view of the pattern (the CSR positions of the entries in column order).
     pub fn csc(&self) -> &CscPattern {
-        self.csc.get_or_init(|| crate::indices::with_csr!(&self.indices, |c, p| CscPattern::of(c, p, self.cols)))
+        self.csc.get_or_init(|| with_structure!(self, |a| a.transpose()))
     }
 }
 
@@ -52,11 +79,20 @@ pub(crate) struct CooPattern {
     pub cols: usize,
     pub indices: IndexVec,
     pub(crate) plan: OnceLock<crate::convert::CooPlan>,
+    /// Whether every index lies in `[rows, cols]`: checked by the checked constructor, else on
+    /// the first conversion that reads the indices.
+    pub(crate) bounds: OnceLock<Result<()>>,
 }
 
 impl CooPattern {
+    /// A pattern whose bounds are checked on first use.
     pub fn new(rows: usize, cols: usize, indices: IndexVec) -> Self {
-        Self { rows, cols, indices, plan: OnceLock::new() }
+        Self { rows, cols, indices, plan: OnceLock::new(), bounds: OnceLock::new() }
+    }
+
+    /// Every index in bounds, or the first that is not (checked once).
+    pub fn check(&self) -> Result<()> {
+        self.bounds.get_or_init(|| with_index!(&self.indices, s => check_coo_bounds("indices", s, self.nnz(), &[self.rows, self.cols]))).clone()
     }
 
     pub fn nnz(&self) -> usize {
@@ -119,9 +155,13 @@ impl SparseTensor {
         check_numel(&shape)?;
         let read = read_indices("indices", indices, &shape)?;
         if check {
+            // On the values as read (before any narrowing), so an error reports them as given.
             with_index!(&read.values, s => check_coo_bounds("indices", s, nnz, &shape))?;
         }
         let pattern = CooPattern::new(shape[0], shape[1], read.finish());
+        if check {
+            pattern.bounds.get_or_init(|| Ok(()));
+        }
         Ok(Self { pattern: Pattern::Coo { indices: Arc::new(pattern), coalesced: nnz < 2 }, values })
     }
 
@@ -161,7 +201,7 @@ impl SparseTensor {
             let names = CompressedNames { compressed: "crow_indices", plain: "col_indices", plain_dim: 1 };
             with_index!(&c.values, cs => with_index!(&p.values, ps => check_compressed(names, cs, ps, 1, rows, cols, nnz)))?;
         }
-        let pattern = CsrPattern::new(rows, cols, CsrIndices::new(c.finish(), p.finish()));
+        let pattern = CsrPattern::new(rows, cols, CsrIndices::new(c.finish(), p.finish()))?;
         Ok(Self { pattern: Pattern::Csr(Arc::new(pattern)), values })
     }
 

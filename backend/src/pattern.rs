@@ -1,0 +1,349 @@
+//! [`CsrPattern`]: a compressed sparse pattern whose existence proves that walking it stays
+//! inside its arrays, and [`CscPattern`], the transposed view computed from one.
+//!
+//! Every host kernel whose memory safety rests on a pattern (the products, the transposed
+//! products, SDDMM, the fused backward) takes these types, not loose slices: the checked
+//! constructor [`CsrPattern::new`] establishes the invariants once in O(rows + nnz), and
+//! [`CsrPattern::new_unchecked`] is an `unsafe fn` whose caller vouches for them (the Flex side
+//! of the extension traits, whose own contract requires a validated pattern). A `CscPattern` is
+//! only ever built from a `CsrPattern`, so its invariants hold by construction.
+//!
+//! The invariants are the structural half of torch's compressed-layout invariants, the half
+//! memory safety needs: `ptr` has `nrows + 1` elements, starts at 0, never decreases and ends
+//! at `idx.len()`; every `idx` lies in `0..ncols`. Sortedness and uniqueness within a row are
+//! not required (a row with a repeated column sums both entries, as a product should).
+
+use crate::algebra::IndexElem;
+use crate::error::{Result, SparseError};
+use core::ops::Range;
+use rayon::prelude::*;
+
+/// A CSR (or, read the other way, CSC) pattern `[nrows, ncols]` over borrowed index arrays.
+#[derive(Debug, Clone, Copy)]
+pub struct CsrPattern<'a, I, J> {
+    ptr: &'a [I],
+    idx: &'a [J],
+    ncols: usize,
+}
+
+/// Entries from which validation splits across rayon threads.
+const PARALLEL_CHECK: usize = 1 << 18;
+
+impl<'a, I: IndexElem, J: IndexElem> CsrPattern<'a, I, J> {
+    /// The pattern of `ptr` (row pointers, `nrows + 1` of them) and `idx` (the column of each
+    /// entry), `ncols` columns; an error naming the first violation (`crow_indices` and
+    /// `col_indices` as the components, positions as in the arrays).
+    pub fn new(ptr: &'a [I], idx: &'a [J], ncols: usize) -> Result<Self> {
+        check_pointers("crow_indices", ptr, idx.len())?;
+        check_bounded("col_indices", 1, idx, ncols)?;
+        Ok(Self { ptr, idx, ncols })
+    }
+
+    /// A pattern without the checks.
+    ///
+    /// # Safety
+    /// `ptr` is non-empty, `ptr[0] == 0`, `ptr` never decreases, `ptr[ptr.len() - 1] ==
+    /// idx.len()`, and every element of `idx` lies in `0..ncols`: the invariants
+    /// [`CsrPattern::new`] checks. Kernels read and write through unchecked offsets derived
+    /// from them.
+    pub unsafe fn new_unchecked(ptr: &'a [I], idx: &'a [J], ncols: usize) -> Self {
+        debug_assert!(Self::new(ptr, idx, ncols).is_ok(), "CsrPattern::new_unchecked on an invalid pattern");
+        Self { ptr, idx, ncols }
+    }
+
+    /// Rows (compressed segments).
+    #[inline(always)]
+    pub fn nrows(&self) -> usize {
+        self.ptr.len() - 1
+    }
+
+    /// Columns (the range of `idx`).
+    #[inline(always)]
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Stored entries.
+    #[inline(always)]
+    pub fn nnz(&self) -> usize {
+        self.idx.len()
+    }
+
+    /// The row pointers, `[nrows + 1]`.
+    #[inline(always)]
+    pub fn ptr(&self) -> &'a [I] {
+        self.ptr
+    }
+
+    /// The column of each entry, `[nnz]`.
+    #[inline(always)]
+    pub fn idx(&self) -> &'a [J] {
+        self.idx
+    }
+
+    /// The first entry of row `r` (`r <= nrows`): a position in `0..=nnz`.
+    #[inline(always)]
+    pub fn start(&self, r: usize) -> usize {
+        self.ptr[r].to_i64() as usize
+    }
+
+    /// The entries of row `r`, a range inside `0..nnz`.
+    #[inline(always)]
+    pub fn row(&self, r: usize) -> Range<usize> {
+        self.start(r)..self.start(r + 1)
+    }
+
+    /// The column of entry `j`, in `0..ncols`.
+    #[inline(always)]
+    pub fn col(&self, j: usize) -> usize {
+        self.idx[j].to_i64() as usize
+    }
+
+    /// Cut points `0 = c_0 < ... < c_t = nrows` of row blocks holding about equal entries (and
+    /// a bounded number of rows each), for about `tasks` parallel tasks; `[0]` with no rows.
+    pub fn row_blocks(&self, tasks: usize) -> Vec<usize> {
+        balanced_row_blocks(self.ptr, tasks)
+    }
+
+    /// The transposed view (CSC of this CSR pattern): see [`CscPattern`].
+    pub fn transpose(&self) -> CscPattern {
+        CscPattern::of(*self)
+    }
+}
+
+/// Cut points of blocks of segments with about equal entries (and a bounded number of
+/// segments each), over a non-decreasing pointer array `ptr [segments + 1]`, for about `tasks`
+/// rayon tasks; `[0]` with no segment.
+pub(crate) fn balanced_row_blocks<I: IndexElem>(ptr: &[I], tasks: usize) -> Vec<usize> {
+    let m = ptr.len().saturating_sub(1);
+    let nnz = ptr.last().map_or(0, |v| v.to_i64().max(0) as usize);
+    let target = (nnz / tasks.max(1)).max(1);
+    let mut cuts = vec![0usize];
+    let mut last = ptr.first().map_or(0, |v| v.to_i64());
+    let max_rows = (m / tasks.max(1)).max(1) * 4;
+    for r in 1..m {
+        let at = ptr[r].to_i64();
+        if at.saturating_sub(last) >= target as i64 || r - cuts.last().expect("non-empty") >= max_rows {
+            cuts.push(r);
+            last = at;
+        }
+    }
+    if m > 0 {
+        cuts.push(m);
+    }
+    cuts
+}
+
+/// `ptr` is a valid array of compressed pointers over `nnz` entries.
+fn check_pointers<I: IndexElem>(component: &'static str, ptr: &[I], nnz: usize) -> Result<()> {
+    let Some(first) = ptr.first() else {
+        return Err(SparseError::ShapeMismatch { component, expected: vec![1], actual: vec![0] });
+    };
+    if first.to_i64() != 0 {
+        return Err(SparseError::CompressedStart { component, batch: 0, value: first.to_i64() });
+    }
+    if let Some(i) = ptr.windows(2).position(|w| w[1] < w[0]) {
+        return Err(SparseError::CompressedDecreasing {
+            component,
+            batch: 0,
+            position: i + 1,
+            previous: ptr[i].to_i64(),
+            value: ptr[i + 1].to_i64(),
+        });
+    }
+    let last = ptr[ptr.len() - 1].to_i64();
+    if last != nnz as i64 {
+        return Err(SparseError::CompressedEnd { component, batch: 0, expected: nnz, value: last });
+    }
+    Ok(())
+}
+
+/// Every element of `idx` lies in `0..bound`; the error names the first one that does not.
+pub(crate) fn check_bounded<J: IndexElem>(component: &'static str, dim: usize, idx: &[J], bound: usize) -> Result<()> {
+    // One unsigned compare per element (a negative index widens to a huge u64), vectorisable;
+    // the position is searched for only on failure.
+    let ok = |s: &[J]| s.iter().all(|&v| (v.to_i64() as u64) < bound as u64);
+    let all = if idx.len() >= PARALLEL_CHECK { idx.par_chunks(1 << 16).all(ok) } else { ok(idx) };
+    if all {
+        return Ok(());
+    }
+    let position = idx.iter().position(|&v| (v.to_i64() as u64) >= bound as u64).expect("a failing element");
+    Err(SparseError::IndexOutOfBounds { component, dim, position, value: idx[position].to_i64(), size: bound })
+}
+
+/// The CSC view of a CSR pattern `[m, k]`: column pointers `[k + 1]`, the row of each entry in
+/// column order, and the permutation between the two orders. Built by a stable counting sort
+/// from a [`CsrPattern`] (so its own invariants hold by construction: its fields are private),
+/// computed once and shared (an operand's pattern owns it, see `SparseTensor`).
+#[derive(Debug)]
+pub struct CscPattern {
+    ccol: Vec<i64>,
+    row: Vec<i64>,
+    perm: Vec<i64>,
+    inv: Vec<i64>,
+    nrows: usize,
+}
+
+impl CscPattern {
+    /// The CSC view of `a`.
+    pub fn of<I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>) -> Self {
+        let (ccol, row, perm) = transpose_with(a, |j| j as i64);
+        let mut inv = vec![0i64; perm.len()];
+        for (p, &j) in perm.iter().enumerate() {
+            inv[j as usize] = p as i64;
+        }
+        Self { ccol, row, perm, inv, nrows: a.nrows() }
+    }
+
+    /// The transposed pattern as a CSR pattern `[k, m]`: row `c` lists the rows of column `c`.
+    pub fn as_csr(&self) -> CsrPattern<'_, i64, i64> {
+        // SAFETY: `ccol` and `row` come from the counting sort of a valid pattern of `nrows`
+        // rows (`transpose_with`): pointers from 0 to nnz, non-decreasing, rows below `nrows`.
+        unsafe { CsrPattern::new_unchecked(&self.ccol, &self.row, self.nrows) }
+    }
+
+    /// Column pointers `[k + 1]`.
+    pub fn ccol(&self) -> &[i64] {
+        &self.ccol
+    }
+
+    /// Row of each entry in column order.
+    pub fn row(&self) -> &[i64] {
+        &self.row
+    }
+
+    /// CSR position of each entry in column order: a permutation of `0..nnz` (kernels may
+    /// write through it in parallel, each place once).
+    pub fn perm(&self) -> &[i64] {
+        &self.perm
+    }
+
+    /// Column-order position of each CSR entry (the inverse of `perm`).
+    pub fn inv(&self) -> &[i64] {
+        &self.inv
+    }
+
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.row.len()
+    }
+}
+
+/// `(ccol [k + 1], row [nnz], value(j) in column order)` of the CSR pattern `a` (`value(j)` the
+/// value, or the CSR position, of entry `j`). A stable counting sort on the column, parallel
+/// over row blocks: each block counts its columns, exclusive offsets are laid out
+/// (column, block)-major, and each block scatters its entries to its own slots, so no two
+/// threads write the same place.
+pub(crate) fn transpose_with<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    value: impl Fn(usize) -> T + Sync,
+) -> (Vec<i64>, Vec<i64>, Vec<T>) {
+    let (nnz, k) = (a.nnz(), a.ncols());
+    let tasks = if nnz >= crate::algebra::PARALLEL_MIN { rayon::current_num_threads().clamp(1, 8) } else { 1 };
+    let cuts = a.row_blocks(tasks);
+    let mut hists: Vec<Vec<usize>> = cuts
+        .par_windows(2)
+        .map(|w| {
+            let mut h = vec![0usize; k];
+            for j in a.start(w[0])..a.start(w[1]) {
+                h[a.col(j)] += 1;
+            }
+            h
+        })
+        .collect();
+    let mut ccol = vec![0i64; k + 1];
+    let mut running = 0usize;
+    for c in 0..k {
+        ccol[c] = running as i64;
+        for h in hists.iter_mut() {
+            let n = h[c];
+            h[c] = running;
+            running += n;
+        }
+    }
+    ccol[k] = running as i64;
+    assert_eq!(running, nnz, "the row blocks cover every entry");
+    let mut row: Vec<i64> = Vec::with_capacity(nnz);
+    let mut tval: Vec<T> = Vec::with_capacity(nnz);
+    let (rp, vp) = (SendPtr(row.as_mut_ptr()), SendPtr(tval.as_mut_ptr()));
+    cuts.par_windows(2).zip(hists.par_iter_mut()).for_each(|(w, next)| {
+        for r in w[0]..w[1] {
+            for j in a.row(r) {
+                let c = a.col(j);
+                let p = next[c];
+                next[c] += 1;
+                // SAFETY: the pattern is valid (its type says so), so the blocks' counts
+                // partition 0..nnz by (column, block): `p < nnz`, and each slot is written by
+                // exactly one block, once.
+                unsafe {
+                    rp.at(p).write(r as i64);
+                    vp.at(p).write(value(j));
+                }
+            }
+        }
+    });
+    // SAFETY: every one of the nnz slots was written above.
+    unsafe {
+        row.set_len(nnz);
+        tval.set_len(nnz);
+    }
+    (ccol, row, tval)
+}
+
+/// A raw pointer tasks write through at disjoint positions.
+pub(crate) struct SendPtr<T>(pub(crate) *mut T);
+// SAFETY: the pointer is only written through at positions each task owns (the callers'
+// partitions), so sharing it across threads races on nothing.
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    /// The address of element `i` (no access). Callers keep `i` inside the allocation before
+    /// writing through it.
+    #[inline(always)]
+    pub(crate) fn at(&self, i: usize) -> *mut T {
+        self.0.wrapping_add(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_constructor_names_each_violation() {
+        assert!(CsrPattern::new(&[0i64, 2, 3], &[1i32, 0, 2], 3).is_ok());
+        let e = CsrPattern::new(&[0i64, 3, 1, 4], &[0i64; 4], 1).unwrap_err();
+        assert!(matches!(e, SparseError::CompressedDecreasing { position: 2, previous: 3, value: 1, .. }), "{e}");
+        let e = CsrPattern::new(&[1i64, 1], &[0i64; 0], 1).unwrap_err();
+        assert!(matches!(e, SparseError::CompressedStart { value: 1, .. }), "{e}");
+        let e = CsrPattern::new(&[0i64, 1], &[0i64; 1000], 1).unwrap_err();
+        assert!(matches!(e, SparseError::CompressedEnd { expected: 1000, value: 1, .. }), "{e}");
+        let e = CsrPattern::new(&[0i64, 2], &[0i64, -1], 4).unwrap_err();
+        assert!(matches!(e, SparseError::IndexOutOfBounds { position: 1, value: -1, size: 4, .. }), "{e}");
+        let e = CsrPattern::new(&[0i8, 1], &[9i8], 9).unwrap_err();
+        assert!(matches!(e, SparseError::IndexOutOfBounds { position: 0, value: 9, .. }), "{e}");
+        assert!(CsrPattern::<i64, i64>::new(&[], &[], 0).is_err());
+        // A large column array takes the parallel check; the first bad position is reported.
+        let mut col = vec![3i32; 1 << 19];
+        col[400_000] = 7;
+        col[450_000] = -2;
+        let ptr = [0i64, col.len() as i64];
+        let e = CsrPattern::new(&ptr, &col, 5).unwrap_err();
+        assert!(matches!(e, SparseError::IndexOutOfBounds { position: 400_000, value: 7, .. }), "{e}");
+    }
+
+    #[test]
+    fn transpose_is_a_stable_counting_sort() {
+        // [[1, 0, 2], [0, 0, 3], [4, 5, 0]] by entry position.
+        let a = CsrPattern::new(&[0i64, 2, 3, 5], &[0i64, 2, 2, 0, 1], 3).unwrap();
+        let t = a.transpose();
+        assert_eq!(t.ccol(), &[0, 2, 3, 5]);
+        assert_eq!(t.row(), &[0, 2, 2, 0, 1]);
+        assert_eq!(t.perm(), &[0, 3, 4, 1, 2]);
+        assert_eq!(t.inv(), &[0, 3, 4, 1, 2]);
+        let back = t.as_csr();
+        assert_eq!((back.nrows(), back.ncols(), back.nnz()), (3, 3, 5));
+        assert_eq!(a.row_blocks(2), vec![0, 1, 3]);
+    }
+}
