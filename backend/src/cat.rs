@@ -57,7 +57,10 @@ fn cat_coo<const D: usize>(tensors: &[SparseTensor<D>], dim: usize) -> Result<Sp
     let first = &tensors[0];
     let sd = first.sparse_dim;
     let mut shape = first.shape;
-    shape[dim] = tensors.iter().map(|t| t.shape[dim]).sum();
+    shape[dim] = tensors
+        .iter()
+        .try_fold(0usize, |acc, t| acc.checked_add(t.shape[dim]))
+        .ok_or_else(|| invalid("cat", format!("the sizes along dim {dim} overflow usize")))?;
     let total: usize = tensors.iter().map(|t| t.nnz()).sum();
     let mut rows: Vec<Vec<i64>> = vec![Vec::with_capacity(total); sd];
     let mut offset = 0i64;

@@ -13,7 +13,7 @@ use crate::error::{Result, SparseError};
 use crate::host::{with_floats, with_ints, FloatSlice};
 use crate::layout::Layout;
 use crate::tensor::{Indices, SparseTensor, Trust};
-use crate::util::{index_dtype_for, int_tensor, numel, reshape};
+use crate::util::{index_dtype_for, int_tensor, numel, reshape, try_int_tensor};
 use crate::{match_floats, match_ints};
 use crate::movement::{gather_index, gather_rows, scatter_add_rows};
 use burn::tensor::{DType, Tensor, TensorData};
@@ -229,13 +229,13 @@ impl<const D: usize> SparseTensor<D> {
         // Row pointers count entries: widened when the entries outnumber the dtype's range.
         let dtype = index_dtype_for(self.index_dtype(), nnz as u64);
         let plain_indices = if dtype == self.index_dtype() { indices.clone() } else { indices.clone().cast(dtype) };
-        let compressed = with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nnz], m)));
+        let compressed = with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nnz], m)))?;
         let plain = crate::util::reshape_int(plain_indices.slice([1..2, 0..nnz]), [1, nnz]);
         Ok(Self {
             layout: Layout::Csr,
             batch_dim: 0,
             blocksize: None,
-            indices: Indices::Compressed { compressed: int_tensor(compressed, [1, m + 1], dtype, &self.device()), plain },
+            indices: Indices::Compressed { compressed: try_int_tensor(compressed, [1, m + 1], dtype, &self.device())?, plain },
             ..self.clone()
         })
     }
@@ -302,14 +302,14 @@ impl<const D: usize> SparseTensor<D> {
         let dtype = index_dtype_for(self.index_dtype(), nse as u64);
         let b = self.shape_batch_dim_for_compressed();
         let device = self.device();
-        let compressed = compress::compress(&comp, batch, nse, n_comp);
+        let compressed = compress::compress(&comp, batch, nse, n_comp)?;
         Ok(Self {
             layout,
             batch_dim: b,
             sparse_dim: 2,
             blocksize: layout.is_blocked().then_some(blocksize),
             indices: Indices::Compressed {
-                compressed: int_tensor(compressed, [batch, n_comp + 1], dtype, &device),
+                compressed: try_int_tensor(compressed, [batch, n_comp + 1], dtype, &device)?,
                 plain: int_tensor(plain, [batch, nse], dtype, &device),
             },
             values,
@@ -332,7 +332,7 @@ fn equal_batch_nse(batch_of: &[usize], batch: usize) -> Result<usize> {
     if batch == 0 {
         return Ok(0);
     }
-    let mut counts = vec![0usize; batch];
+    let mut counts = try_filled(batch, 0usize, "per-batch entry counts")?;
     for &b in batch_of {
         counts[b] += 1;
     }

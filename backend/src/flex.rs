@@ -49,7 +49,9 @@ fn transpose_blocked<T: Copy + Send + Sync + 'static>(src: &[T], r: usize, c: us
 pub(crate) fn transpose_into<T: Copy + Send + Sync + 'static>(src: &[T], r: usize, c: usize, out: &mut [core::mem::MaybeUninit<T>]) {
     use rayon::prelude::*;
     const TILE: usize = 16;
-    if r * c == 0 {
+    let len = r.checked_mul(c).expect("transpose: size overflows usize");
+    assert!(src.len() >= len && out.len() >= len, "transpose: buffers hold [{r}, {c}]");
+    if len == 0 {
         return;
     }
     #[cfg(target_arch = "x86_64")]

@@ -224,12 +224,15 @@ pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &
     // when `n` is small: the metadata decoding is paid once for that many multiply-adds.
     let wide = 1024 / core::mem::size_of::<T>();
     let nt = wide.min(n.next_power_of_two().max(8));
-    let mut out: Vec<T> = Vec::with_capacity(rows * n);
-    if rows * n == 0 {
+    let len = crate::spmm::out_len(rows, n, "semi_mm: the output");
+    assert_eq!(vals.len(), crate::spmm::out_len(rows, cols / 2, "semi_mm: values"), "semi_mm: values are [rows, cols / 2]");
+    assert_eq!(b.len(), crate::spmm::out_len(cols, n, "semi_mm: b"), "semi_mm: b is [cols, n] (or [n, cols] transposed)");
+    let mut out: Vec<T> = Vec::with_capacity(len);
+    if len == 0 {
         return out;
     }
     if cols == 0 {
-        return vec![T::default(); rows * n];
+        return vec![T::default(); len];
     }
     let panels: Vec<(usize, usize)> = (0..n).step_by(nt).map(|t0| (t0, nt.min(n - t0))).collect();
     let packed: Vec<Scratch<T>> = panels.iter().map(|&(t0, w)| pack_panel(b, transposed, cols, n, t0, w, nt)).collect();
@@ -264,8 +267,9 @@ pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &
             }
         }
     });
-    // SAFETY: the tasks cover every (row, column) of the output once.
-    unsafe { out.set_len(rows * n) };
+    // SAFETY: the tasks cover every (row, column) of the output once (row blocks from 0 to
+    // rows, panels from 0 to n), inside its `rows * n` elements.
+    unsafe { out.set_len(len) };
     out
 }
 

@@ -261,11 +261,21 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         Ok(Self { values, metadata, rows, cols, pattern, transposed: false })
     }
 
-    /// [`SemiStructuredTensor::from_parts`] without the checks, for parts that come from a
-    /// checked tensor (a layer's parameters): the caller guarantees `values [rows, cols / 2]`
-    /// and valid `i16` metadata words `[rows, ceil(cols / 16)]`.
+    /// [`SemiStructuredTensor::from_parts`] without the metadata check, for parts that come
+    /// from a checked tensor: the words are taken as given. The shapes are still checked (a
+    /// panic names the mismatch), and the contents cannot break memory safety: every nibble
+    /// decodes to a column inside its own group of four, so invalid words (slots out of order,
+    /// a 1:2 slot in the wrong half) give the matrix they literally describe, with a repeated
+    /// slot summing its two values.
     pub fn from_parts_unchecked(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern) -> Self {
-        let rows = values.dims()[0];
+        let [rows, half] = values.dims();
+        let words = cols.div_ceil(WORD_COLUMNS);
+        assert!(
+            cols.is_multiple_of(4) && half * 2 == cols && metadata.dims() == [rows, words],
+            "SemiStructuredTensor::from_parts_unchecked: values {:?} and metadata {:?} do not describe a [{rows}, {cols}] matrix (values [rows, cols / 2], metadata [rows, ceil(cols / 16)], cols a multiple of 4)",
+            values.dims(),
+            metadata.dims()
+        );
         Self { values, metadata, rows, cols, pattern, transposed: false }
     }
 

@@ -249,7 +249,13 @@ fn infer_sizes(shape: &[i64], total: usize) -> core::result::Result<Vec<usize>, 
         return Err("sizes must be non-negative or -1".into());
     }
     let unknown: Vec<usize> = (0..shape.len()).filter(|&i| shape[i] == -1).collect();
-    let known: usize = shape.iter().filter(|&&s| s >= 0).map(|&s| s as usize).product();
+    let known_sizes: Vec<usize> = shape.iter().filter(|&&s| s >= 0).map(|&s| s as usize).collect();
+    // A product that overflows cannot equal (or divide) an element count that fits.
+    let known = if known_sizes.contains(&0) {
+        0
+    } else {
+        known_sizes.iter().try_fold(1usize, |a, &s| a.checked_mul(s)).ok_or_else(|| format!("the sizes {shape:?} overflow usize"))?
+    };
     let mut sizes: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
     match unknown.as_slice() {
         [] if known == total => Ok(sizes),

@@ -462,15 +462,17 @@ impl<T: Copy + Send + Sync> Scratch<T> {
     /// # Safety
     /// `fill` writes every element of the slice it is given.
     pub(crate) unsafe fn filled(len: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Self {
+        // The element bytes and the 64 bytes of alignment slack, without wrapping.
         let bytes = out_len(len, core::mem::size_of::<T>(), "scratch buffer");
+        let room = bytes.checked_add(64).expect("scratch buffer: size overflows usize");
         let mut buf = {
             let mut pool = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
             // The smallest that fits: a large buffer taken for a small need would leave the
             // next large need to a fresh allocation.
-            let fit = pool.iter().enumerate().filter(|(_, b)| b.capacity() >= bytes + 64).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
+            let fit = pool.iter().enumerate().filter(|(_, b)| b.capacity() >= room).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
             match fit {
                 Some(i) => pool.remove(i),
-                None => Vec::with_capacity(bytes + 64),
+                None => Vec::with_capacity(room),
             }
         };
         let off = buf.as_ptr().align_offset(64);

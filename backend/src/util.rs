@@ -19,19 +19,30 @@ pub fn int_tensor<const N: usize>(
     dtype: DType,
     device: &Device,
 ) -> Tensor<N, Int> {
-    fn narrow<T: TryFrom<i64>>(data: Vec<i64>, dtype: DType) -> Vec<T> {
-        data.into_iter()
-            .map(|v| T::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit the index dtype {dtype:?}")))
-            .collect()
+    try_int_tensor(data, shape, dtype, device).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`int_tensor`] with the narrowed copy's allocation as an error, for index arrays sized by a
+/// dimension rather than by stored entries (a compressed tensor's pointers over 10^9 rows).
+pub fn try_int_tensor<const N: usize>(
+    data: Vec<i64>,
+    shape: [usize; N],
+    dtype: DType,
+    device: &Device,
+) -> crate::Result<Tensor<N, Int>> {
+    fn narrow<T: TryFrom<i64>>(data: Vec<i64>, dtype: DType) -> crate::Result<Vec<T>> {
+        let mut out = crate::alloc::try_vec(data.len(), "index tensor")?;
+        out.extend(data.into_iter().map(|v| T::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit the index dtype {dtype:?}"))));
+        Ok(out)
     }
     let data = match dtype {
         DType::I64 => TensorData::new(data, shape),
-        DType::I32 => TensorData::new(narrow::<i32>(data, dtype), shape),
-        DType::I16 => TensorData::new(narrow::<i16>(data, dtype), shape),
-        DType::I8 => TensorData::new(narrow::<i8>(data, dtype), shape),
+        DType::I32 => TensorData::new(narrow::<i32>(data, dtype)?, shape),
+        DType::I16 => TensorData::new(narrow::<i16>(data, dtype)?, shape),
+        DType::I8 => TensorData::new(narrow::<i8>(data, dtype)?, shape),
         other => panic!("index tensors hold a signed integer dtype, got {other:?}"),
     };
-    Tensor::from_data(data, (device, dtype))
+    Ok(Tensor::from_data(data, (device, dtype)))
 }
 
 /// The index dtype for indices up to `max` derived from indices of `dtype`: `dtype` itself when

@@ -63,7 +63,7 @@ fn make_plan(p: &CooPattern) -> sparsegrad_backend::Result<CooPlan> {
         let plan = coalesce_plan(keys, &sizes);
         let dtype = fitting(p.indices.dtype(), plan.unique);
         let (rows, cols) = plan.coords.split_at(plan.unique);
-        let crow = IndexVec::from_i64(compress_sorted(rows, p.rows), dtype);
+        let crow = IndexVec::from_i64(compress_sorted(rows, p.rows)?, dtype);
         let csr = Arc::new(CsrPattern::new(p.rows, p.cols, CsrIndices::new(crow, IndexVec::from_i64(cols.to_vec(), dtype)))?);
         if plan.identity {
             return Ok(CooPlan { csr, merge: None });

@@ -2,11 +2,15 @@
 //! Both work per batch entry: compressed `[batch, n + 1]`, expanded `[batch, nse]`.
 
 use super::IndexElem;
+use crate::alloc::{try_filled, try_vec};
+use crate::error::{Result, SparseError};
 
 /// Compressed indices (`[batch, n + 1]`) of row ids that are sorted within each batch entry
-/// (`rows` laid out `[batch, nse]`, each in `0..n`).
-pub fn compress(rows: &[i64], batch: usize, nse: usize, n: usize) -> Vec<i64> {
-    let mut out = vec![0i64; batch * (n + 1)];
+/// (`rows` laid out `[batch, nse]`, each in `0..n`). Their size is set by `n`, not by the
+/// entries: an `Allocation` error when it cannot be had.
+pub fn compress(rows: &[i64], batch: usize, nse: usize, n: usize) -> Result<Vec<i64>> {
+    let len = n.checked_add(1).and_then(|w| w.checked_mul(batch)).ok_or(SparseError::Allocation { bytes: usize::MAX, what: "compressed indices" })?;
+    let mut out = try_filled(len, 0i64, "compressed indices")?;
     for b in 0..batch {
         let counts = &mut out[b * (n + 1)..(b + 1) * (n + 1)];
         for &r in &rows[b * nse..(b + 1) * nse] {
@@ -14,13 +18,15 @@ pub fn compress(rows: &[i64], batch: usize, nse: usize, n: usize) -> Vec<i64> {
         }
     }
     prefix_sum_segments(&mut out, batch, n);
-    out
+    Ok(out)
 }
 
 /// Compressed indices `[n + 1]` of sorted row ids (any index type), by a search for each
-/// row's first entry: one pass over the rows, not over the entries.
-pub fn compress_sorted<I: IndexElem>(rows: &[I], n: usize) -> Vec<i64> {
-    let mut out = Vec::with_capacity(n + 1);
+/// row's first entry: one pass over the rows, not over the entries. An `Allocation` error when
+/// the `n + 1` pointers cannot be had.
+pub fn compress_sorted<I: IndexElem>(rows: &[I], n: usize) -> Result<Vec<i64>> {
+    let len = n.checked_add(1).ok_or(SparseError::Allocation { bytes: usize::MAX, what: "compressed indices" })?;
+    let mut out = try_vec(len, "compressed indices")?;
     let mut at = 0usize;
     for r in 0..=n as i64 {
         // Gallop from the previous row's end: rows are short, so the search stays in cache (a
@@ -34,7 +40,7 @@ pub fn compress_sorted<I: IndexElem>(rows: &[I], n: usize) -> Vec<i64> {
         at += lo + rest[lo..hi.min(rest.len())].partition_point(|v| v.to_i64() < r);
         out.push(at as i64);
     }
-    out
+    Ok(out)
 }
 
 /// Turns per-segment counts stored at `[b, i + 1]` of `counts` (`[batch, n + 1]`, zeros at
@@ -69,14 +75,16 @@ mod tests {
     #[test]
     fn compress_and_expand_invert() {
         let rows = vec![1i64, 1, 2, 0, 0, 2];
-        let c = compress(&rows, 2, 3, 3);
+        let c = compress(&rows, 2, 3, 3).unwrap();
         assert_eq!(c, vec![0, 0, 2, 3, 0, 2, 2, 3]);
         assert_eq!(expand(&c, 2, 3, 3), rows);
-        assert_eq!(compress_sorted(&[0i32, 0, 2, 2, 2, 4], 5), vec![0, 2, 2, 5, 5, 6]);
-        assert_eq!(compress_sorted::<i64>(&[], 2), vec![0, 0, 0]);
+        assert_eq!(compress_sorted(&[0i32, 0, 2, 2, 2, 4], 5).unwrap(), vec![0, 2, 2, 5, 5, 6]);
+        assert_eq!(compress_sorted::<i64>(&[], 2).unwrap(), vec![0, 0, 0]);
+        assert!(matches!(compress_sorted::<i64>(&[], usize::MAX), Err(SparseError::Allocation { .. })));
+        assert!(matches!(compress(&[], 1 << 40, 0, 1 << 40), Err(SparseError::Allocation { .. })));
         // Long and empty rows on both sides of the galloping steps.
         let rows: Vec<i64> = (0..40).flat_map(|r| std::iter::repeat_n(r, (r as usize * 7) % 13)).collect();
         let expected: Vec<i64> = (0..=41).map(|r| rows.iter().filter(|&&v| v < r).count() as i64).collect();
-        assert_eq!(compress_sorted(&rows, 41), expected);
+        assert_eq!(compress_sorted(&rows, 41).unwrap(), expected);
     }
 }

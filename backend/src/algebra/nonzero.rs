@@ -108,6 +108,7 @@ pub fn nonzero_items<F: IsZero>(data: &[F], item_len: usize) -> Vec<i64> {
 /// `(crow [rows + 1], col [nnz], values [nnz])`, zeros not stored. Rows are split across tasks;
 /// the count pass sizes every output exactly, so the fill writes each element once in place.
 pub fn dense_to_csr<F: IsZero + Default>(data: &[F], rows: usize, cols: usize) -> (Vec<i64>, Vec<i64>, Vec<F>) {
+    assert_eq!(Some(data.len()), rows.checked_mul(cols), "dense_to_csr: data is [rows, cols] = [{rows}, {cols}]");
     let mut crow = vec![0i64; rows + 1];
     if cols == 0 || rows == 0 {
         return (crow, Vec::new(), Vec::new());
