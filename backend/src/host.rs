@@ -140,6 +140,14 @@ pub trait HostAccess: Backend {
             read_sync(Self::float_into_data(tensor.clone())).expect("float tensor readback");
         with_float_data(&data, f)
     }
+
+    /// Whether two Int tensors are views of the same stored elements (one buffer, the same
+    /// offset, shape, strides and dtype), and so hold the same values for as long as both live.
+    /// `false` where the backend cannot tell (the default): callers treat it as "maybe not".
+    fn same_int_storage(a: IntTensor<Self>, b: IntTensor<Self>) -> bool {
+        let _ = (a, b);
+        false
+    }
 }
 
 impl HostAccess for Flex {
@@ -178,6 +186,13 @@ impl HostAccess for Flex {
         }
         n
     }
+
+    fn same_int_storage(a: IntTensor<Self>, b: IntTensor<Self>) -> bool {
+        // Flex never writes a buffer that another tensor shares (its in-place ops copy on
+        // write when the buffer's count is above one), so one buffer seen through one layout
+        // holds one set of values while both tensors live.
+        std::sync::Arc::ptr_eq(&a.data_arc(), &b.data_arc()) && a.layout() == b.layout() && a.dtype() == b.dtype()
+    }
 }
 
 mod autodiff_impl {
@@ -191,6 +206,10 @@ mod autodiff_impl {
 
         fn with_float_slice(tensor: &FloatTensor<Self>, f: &mut dyn FnMut(FloatSlice<'_>)) -> usize {
             B::with_float_slice(tensor.primitive(), f)
+        }
+
+        fn same_int_storage(a: IntTensor<Self>, b: IntTensor<Self>) -> bool {
+            B::same_int_storage(a, b)
         }
     }
 }
@@ -209,6 +228,13 @@ pub fn with_ints<const D: usize, R>(
     out.expect("host access callback ran")
 }
 
+/// Whether `a` and `b` are views of the same stored elements, so they hold the same values:
+/// how a layer knows that the pattern it checked is the one it holds now, without reading it.
+/// `false` when the backend cannot tell.
+pub fn same_int_storage<const D: usize>(a: &burn::Tensor<D, burn::tensor::Int>, b: &burn::Tensor<D, burn::tensor::Int>) -> bool {
+    <burn::backend::Dispatch as HostAccess>::same_int_storage(a.clone().into_dispatch(), b.clone().into_dispatch())
+}
+
 /// Runs `f` on the host view of a Float tensor of any device.
 pub fn with_floats<const D: usize, R>(
     tensor: &burn::Tensor<D>,
@@ -221,4 +247,24 @@ pub fn with_floats<const D: usize, R>(
         out = Some((f.take().expect("called once"))(s))
     });
     out.expect("host access callback ran")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Device, Int, Tensor};
+
+    #[test]
+    fn same_storage_is_buffer_identity() {
+        let device = Device::flex();
+        let a = Tensor::<1, Int>::from_data(TensorData::new(vec![1i64, 2, 3], [3]), (&device, DType::I64));
+        assert!(same_int_storage(&a, &a.clone()));
+        let equal_values = Tensor::<1, Int>::from_data(TensorData::new(vec![1i64, 2, 3], [3]), (&device, DType::I64));
+        assert!(!same_int_storage(&a, &equal_values));
+        assert!(!same_int_storage(&a.clone().slice([0..2]), &a.clone().slice([1..3])));
+        // Through the autodiff backend too: Int tensors are never tracked, the inner buffer decides.
+        let ad = Device::flex().autodiff();
+        let b = Tensor::<1, Int>::from_data(TensorData::new(vec![4i32, 5], [2]), (&ad, DType::I32));
+        assert!(same_int_storage(&b, &b.clone()));
+    }
 }
