@@ -1,15 +1,17 @@
 //! SemiStructuredLinear: construction by pruning a dense `burn::nn::Linear` (equal to the
 //! pruned dense layer), forward against the dense formula, gradcheck w.r.t. the kept values,
 //! the bias and the input, Adam training that keeps the weight 2:4 (same metadata, every group
-//! still holding at most two non-zeros), and a save/load round trip through burn records.
+//! still holding at most two non-zeros), a save/load round trip through burn records, and
+//! records with tampered metadata refused by name.
 
 mod common_ops;
 
-use burn::module::Module;
+use burn::module::{Module, Param, ParamId};
 use burn::nn::LinearConfig;
-use burn::store::ModuleRecord;
-use burn::tensor::{DType, Device, Tensor};
+use burn::store::{ModuleRecord, RecordError};
+use burn::tensor::{DType, Device, Tensor, TensorData};
 use common_ops::{assert_close_f32, f32s, input, train, Net};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_2_4, SemiStructuredLinear, SemiStructuredLinearConfig};
 use sparsegrad::prelude::*;
@@ -131,4 +133,107 @@ fn record_round_trip_restores_metadata_values_and_outputs() {
     assert_eq!(f32s(loaded.forward(x)), expected);
     // Only now: loaded tensors read the file lazily.
     std::fs::remove_file(&path).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tampered metadata: refused with the word at fault named, never handed to the kernels.
+
+/// 8 inputs (two groups, one metadata word per row; nibble `g` of a word is `a | b << 2` for
+/// the slots `a < b` kept in group `g`), 3 outputs.
+fn small_layer(device: &Device) -> SemiStructuredLinear {
+    device.seed(3);
+    SemiStructuredLinearConfig::new(8, 3).init(device)
+}
+
+/// The layer with metadata word `[row, 0]` replaced.
+fn tampered(layer: &SemiStructuredLinear, row: usize, word: i16) -> SemiStructuredLinear {
+    let mut w = words(layer);
+    w[row] = word as i64;
+    let words: Vec<i16> = w.iter().map(|&v| v as i16).collect();
+    let metadata = Tensor::from_data(TensorData::new(words, [3, 1]), (&layer.metadata.val().device(), DType::I16));
+    SemiStructuredLinear { metadata: Param::initialized(ParamId::new(), metadata), ..layer.clone() }
+}
+
+fn record_of(layer: &SemiStructuredLinear) -> ModuleRecord {
+    ModuleRecord::from_bytes(layer.clone().into_record().into_bytes().unwrap()).unwrap()
+}
+
+fn panic_text(f: impl FnOnce()) -> String {
+    let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("it panics");
+    payload.downcast_ref::<String>().cloned().or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+}
+
+const OP: &str = "SemiStructuredTensor::from_parts";
+
+#[test]
+fn tampered_metadata_is_refused_naming_the_word() {
+    let device = Device::flex();
+    let layer = small_layer(&device);
+    assert_eq!(layer.metadata.val().dims(), [3, 1]);
+    let x = input(2, 8, &device);
+    let cases = [
+        // Slots 1 and 1 in group 0 (nibble 0b0101).
+        (0, 0x0045, format!("{OP}: metadata row 0, group 0 (columns 0..3): slots 1 and 1 are not a 2:4 group")),
+        // Slots 2 then 1 in group 1 of row 2 (nibble 0b0110).
+        (2, 0x0064, format!("{OP}: metadata row 2, group 1 (columns 4..7): slots 2 and 1 are not a 2:4 group")),
+        // A bit in nibble 2, past the two groups of an 8-wide row.
+        (1, 0x0144, format!("{OP}: metadata row 1: bits set past the last group (column 8)")),
+        // The sign bit (nibble 3), as an i16 word holds it.
+        (1, i16::MIN | 0x0044, format!("{OP}: metadata row 1: bits set past the last group (column 8)")),
+    ];
+    for (row, word, violation) in cases {
+        let bad = tampered(&layer, row, word);
+        assert_eq!(bad.try_weight().unwrap_err().to_string(), violation);
+        assert_eq!(bad.check().unwrap_err().to_string(), violation);
+        let expected = RecordError::Validation(format!("SemiStructuredLinear: the record does not make a valid layer: {violation}"));
+        assert_eq!(layer.clone().try_load_record(record_of(&bad)).unwrap_err(), expected);
+        assert_eq!(layer.clone().try_load_record(record_of(&bad).validate(false)).unwrap_err(), expected);
+        assert_eq!(panic_text(|| drop(bad.forward(x.clone()))), format!("SemiStructuredLinear: invalid weight: {violation}"));
+    }
+    // A valid word other than the layer's (slots 0, 1 then 2, 3; or 0, 1 then 1, 2) loads.
+    let other = tampered(&layer, 1, if words(&layer)[1] == 0x00E4 { 0x0094 } else { 0x00E4 });
+    assert_ne!(words(&other), words(&layer));
+    let loaded = layer.clone().try_load_record(record_of(&other)).unwrap();
+    assert_eq!(words(&loaded), words(&other));
+    assert_eq!(f32s(loaded.forward(x.clone())), f32s(other.forward(x)));
+}
+
+#[test]
+#[should_panic(expected = "SemiStructuredLinear: the record does not make a valid layer: SemiStructuredTensor::from_parts: metadata row 0, group 0 (columns 0..3): slots 1 and 1 are not a 2:4 group")]
+fn load_record_panics_on_tampered_metadata() {
+    let device = Device::flex();
+    let layer = small_layer(&device);
+    let _ = layer.clone().load_record(record_of(&tampered(&layer, 0, 0x0045)));
+}
+
+#[test]
+fn tampered_metadata_inside_a_module_fails_on_first_use() {
+    // Loaded through `map`, which cannot fail: the first forward stops with the violation.
+    let device = Device::flex().autodiff();
+    device.seed(4);
+    let good = Net { l0: SemiStructuredLinearConfig::new(8, 4).init(&device), l1: SemiStructuredLinearConfig::new(4, 8).init(&device) };
+    let bad_l0 = {
+        let mut w = words(&good.l0);
+        w[3] = 0x0045;
+        let words: Vec<i16> = w.iter().map(|&v| v as i16).collect();
+        let metadata = Tensor::from_data(TensorData::new(words, [4, 1]), (&device, DType::I16));
+        SemiStructuredLinear { metadata: Param::initialized(ParamId::new(), metadata), ..good.l0.clone() }
+    };
+    let bad = Net { l0: bad_l0, ..good.clone() };
+    let record = ModuleRecord::from_bytes(bad.into_record().into_bytes().unwrap()).unwrap();
+    let loaded = good.clone().try_load_record(record).unwrap();
+    let violation = format!("{OP}: metadata row 3, group 0 (columns 0..3): slots 1 and 1 are not a 2:4 group");
+    assert_eq!(loaded.l0.check().unwrap_err().to_string(), violation);
+    let x = input(2, 8, &device);
+    assert_eq!(panic_text(|| drop(loaded.forward(x.clone()).sum().backward())), format!("SemiStructuredLinear: invalid weight: {violation}"));
+    let _ = good.forward(x).sum().backward();
+}
+
+#[test]
+fn display_lists_the_parameters() {
+    let layer = small_layer(&Device::flex());
+    let text = layer.to_string();
+    for part in ["SemiStructuredLinear {", "values: ParamTensor {rank: 2, shape: [3, 4], kind: float}", "metadata: ParamTensor {rank: 2, shape: [3, 1], kind: int}", "bias: ParamTensor {rank: 1, shape: [3], kind: float}", "d_input: 8", "params: 15"] {
+        assert!(text.contains(part), "{part} not in {text}");
+    }
 }

@@ -146,7 +146,7 @@ pub fn prune_magnitude_csr(weight: &Tensor<2>, density: f64) -> Result<SparseTen
 pub(crate) fn csr_at_positions(weight: Tensor<2>, positions: &[usize], index_dtype: DType) -> Result<SparseTensor<2>> {
     let [rows, cols] = weight.dims();
     let device = weight.device();
-    let (crow, col) = csr_indices(positions, rows, cols);
+    let (crow, col) = csr_indices(positions, rows, cols, "csr_at_positions")?;
     let nnz = positions.len();
     let flat: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
     let picked = Tensor::<1, Int>::from_data(TensorData::new(flat, [nnz]), (&device, DType::I64));
@@ -154,11 +154,23 @@ pub(crate) fn csr_at_positions(weight: Tensor<2>, positions: &[usize], index_dty
     SparseTensor::csr(int_tensor(crow, [rows + 1], index_dtype, &device), int_tensor(col, [nnz], index_dtype, &device), values, [rows, cols])
 }
 
-/// `(crow, col)` of the CSR pattern holding ascending row-major `positions` of a `rows x cols`
-/// matrix.
-pub(crate) fn csr_indices(positions: &[usize], rows: usize, cols: usize) -> (Vec<i64>, Vec<i64>) {
-    let mut crow = vec![0i64; rows + 1];
-    let mut col = Vec::with_capacity(positions.len());
+/// An empty vector with room for exactly `len` elements, or an error naming `what` when the
+/// allocator refuses (sizes that come from a caller's numbers must not abort the process).
+pub(crate) fn try_vec<T>(len: usize, what: &str, operation: &'static str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        let bytes = (len as u128) * (size_of::<T>() as u128);
+        invalid(operation, format!("cannot allocate {bytes} bytes for {what} ({len} entries)"))
+    })?;
+    Ok(v)
+}
+
+/// `(crow, col)` of the CSR pattern holding ascending row-major `positions` (all below
+/// `rows * cols`) of a `rows x cols` matrix. Errors when the index arrays cannot be allocated.
+pub(crate) fn csr_indices(positions: &[usize], rows: usize, cols: usize, operation: &'static str) -> Result<(Vec<i64>, Vec<i64>)> {
+    let mut crow = try_vec(rows.saturating_add(1), "the compressed row indices", operation)?;
+    crow.resize(rows + 1, 0i64);
+    let mut col = try_vec(positions.len(), "the column indices", operation)?;
     for &p in positions {
         crow[p / cols + 1] += 1;
         col.push((p % cols) as i64);
@@ -166,7 +178,7 @@ pub(crate) fn csr_indices(positions: &[usize], rows: usize, cols: usize) -> (Vec
     for r in 0..rows {
         crow[r + 1] += crow[r];
     }
-    (crow, col)
+    Ok((crow, col))
 }
 
 #[cfg(test)]
@@ -184,6 +196,9 @@ mod tests {
 
     #[test]
     fn csr_indices_count_rows() {
-        assert_eq!(csr_indices(&[1, 2, 7], 3, 3), (vec![0, 2, 2, 3], vec![1, 2, 1]));
+        assert_eq!(csr_indices(&[1, 2, 7], 3, 3, "test"), Ok((vec![0, 2, 2, 3], vec![1, 2, 1])));
+        // A row count the allocator cannot serve is an error, not an abort.
+        let e = csr_indices(&[], usize::MAX / 4, 1, "test").unwrap_err();
+        assert_eq!(e.to_string(), format!("test: cannot allocate {} bytes for the compressed row indices ({} entries)", (usize::MAX / 4 + 1) as u128 * 8, usize::MAX / 4 + 1));
     }
 }

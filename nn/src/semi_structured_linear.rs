@@ -12,15 +12,25 @@
 //! magnitude pruning), from a dense `burn::nn::Linear` by pruning
 //! ([`SemiStructuredLinear::from_linear`]) or from a compressed weight
 //! ([`SemiStructuredLinear::from_weight`]).
+//!
+//! Records are untrusted, and the 2:4 kernels read the slots of the metadata words unchecked.
+//! As for `SparseLinear`, the `Module` impl is written out to override `try_load_record`, which
+//! refuses metadata that is not valid 2:4 (slots ascending within each group, no bits past the
+//! last group) with a `RecordError`; and [`SemiStructuredLinear::weight`] builds the weight with
+//! the checked `SemiStructuredTensor::from_parts` (one pass over `rows * cols / 16` words), for
+//! layers loaded inside a bigger module or with their public fields set by hand.
 
 use crate::prune::prune_2_4;
+use crate::sparse_linear::load_checked;
 use burn::config::Config;
-use burn::module::{Module, Param, ParamId};
+use burn::module::{Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::nn::{Initializer, Linear, LinearConfig};
+use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{Device, Int, Tensor};
 use sparsegrad_autodiff::semi_structured::linear;
 use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 use sparsegrad_backend::SparseError;
+use std::fmt;
 
 // Not `Result`: the `Config` derive expands to code naming the std `Result`.
 type Checked<T> = sparsegrad_backend::Result<T>;
@@ -41,7 +51,10 @@ pub struct SemiStructuredLinearConfig {
 }
 
 /// A linear layer with a 2:4 weight: `y = x Wᵀ + b`.
-#[derive(Module, Debug)]
+///
+/// Its record holds the kept values, the metadata and the bias; loading checks the metadata
+/// (see the module docs).
+#[derive(Clone, Debug)]
 pub struct SemiStructuredLinear {
     /// The kept weights `[d_output, d_input / 2]`: the trainable values.
     pub values: Param<Tensor<2>>,
@@ -107,24 +120,149 @@ impl SemiStructuredLinear {
         self.values.val().dims()[0]
     }
 
-    /// `W` as a semi-structured tensor sharing the layer's tensors (differentiable w.r.t. the
-    /// values on an autodiff device).
+    /// `W` as a semi-structured tensor sharing the layer's values (differentiable w.r.t. them
+    /// on an autodiff device), built by the checked `SemiStructuredTensor::from_parts`. Panics
+    /// with the violation when the parts do not make a valid 2:4 weight (see
+    /// [`SemiStructuredLinear::try_weight`]).
     pub fn weight(&self) -> SemiStructuredTensor {
-        SemiStructuredTensor::from_parts_unchecked(self.values.val(), self.metadata.val(), self.d_input, SemiPattern::TwoFour)
+        self.try_weight().unwrap_or_else(|e| panic!("SemiStructuredLinear: invalid weight: {e}"))
     }
 
-    /// Bytes the parameters occupy: kept values, metadata words and the bias.
+    /// [`SemiStructuredLinear::weight`] returning the error: `d_input` not a multiple of 4,
+    /// values not `[d_output, d_input / 2]` floats, metadata not `[d_output, ceil(d_input / 16)]`,
+    /// or a metadata word whose slots are not a 2:4 group (or with bits past the last group).
+    pub fn try_weight(&self) -> Checked<SemiStructuredTensor> {
+        SemiStructuredTensor::from_parts(self.values.val(), self.metadata.val(), self.d_input, SemiPattern::TwoFour)
+    }
+
+    /// Checks the layer: its parts make a valid weight ([`SemiStructuredLinear::try_weight`])
+    /// and the bias, if any, is `[d_output]`. What loading a record runs.
+    pub fn check(&self) -> Checked<()> {
+        self.try_weight()?;
+        if let Some(b) = &self.bias {
+            let dims = b.val().dims();
+            if dims != [self.d_output()] {
+                return Err(SparseError::ShapeMismatch { component: "bias", expected: vec![self.d_output()], actual: dims.to_vec() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes the parameters occupy: kept values, metadata words (16 bits each, however the
+    /// parameter stores them) and the bias.
     pub fn memory_bytes(&self) -> usize {
+        let values = self.values.val();
         let bias = self.bias.as_ref().map_or(0, |b| {
             let b = b.val();
             b.dims()[0] * b.dtype().size()
         });
-        self.weight().memory_bytes() + bias
+        values.shape().num_elements() * values.dtype().size() + self.metadata.val().shape().num_elements() * 2 + bias
     }
 
     /// `x Wᵀ + b` for `input [..., d_input]`, giving `[..., d_output]`. Panics when the last
     /// axis is not `d_input`, naming both.
     pub fn forward<const D: usize>(&self, input: Tensor<D>) -> Tensor<D> {
         linear(input, &self.weight(), self.bias.as_ref().map(|b| b.val()))
+    }
+}
+
+const CONTAINER: &str = "Struct:SemiStructuredLinear";
+
+/// What `#[derive(Module)]` generates for the fields, plus the checked `try_load_record`.
+impl Module for SemiStructuredLinear {
+    fn collect_devices(&self, devices: Devices) -> Devices {
+        let devices = Module::collect_devices(&self.values, devices);
+        let devices = Module::collect_devices(&self.metadata, devices);
+        Module::collect_devices(&self.bias, devices)
+    }
+
+    fn fork(self, device: &Device) -> Self {
+        Self {
+            values: Module::fork(self.values, device),
+            metadata: Module::fork(self.metadata, device),
+            bias: Module::fork(self.bias, device),
+            d_input: self.d_input,
+        }
+    }
+
+    fn to_device(self, device: &Device) -> Self {
+        Self {
+            values: Module::to_device(self.values, device),
+            metadata: Module::to_device(self.metadata, device),
+            bias: Module::to_device(self.bias, device),
+            d_input: self.d_input,
+        }
+    }
+
+    fn train(self) -> Self {
+        Self { values: Module::train(self.values), metadata: Module::train(self.metadata), bias: Module::train(self.bias), d_input: self.d_input }
+    }
+
+    fn valid(&self) -> Self {
+        Self { values: Module::valid(&self.values), metadata: Module::valid(&self.metadata), bias: Module::valid(&self.bias), d_input: self.d_input }
+    }
+
+    fn materialize(self) -> Self {
+        Self {
+            values: Module::materialize(self.values),
+            metadata: Module::materialize(self.metadata),
+            bias: Module::materialize(self.bias),
+            d_input: self.d_input,
+        }
+    }
+
+    fn visit<V: ModuleVisitor>(&self, visitor: &mut V) {
+        visitor.enter_module("values", CONTAINER);
+        Module::visit(&self.values, visitor);
+        visitor.exit_module("values", CONTAINER);
+        visitor.enter_module("metadata", CONTAINER);
+        Module::visit(&self.metadata, visitor);
+        visitor.exit_module("metadata", CONTAINER);
+        visitor.enter_module("bias", CONTAINER);
+        Module::visit(&self.bias, visitor);
+        visitor.exit_module("bias", CONTAINER);
+    }
+
+    fn map<M: ModuleMapper>(self, mapper: &mut M) -> Self {
+        mapper.enter_module("values", CONTAINER);
+        let values = Module::map(self.values, mapper);
+        mapper.exit_module("values", CONTAINER);
+        mapper.enter_module("metadata", CONTAINER);
+        let metadata = Module::map(self.metadata, mapper);
+        mapper.exit_module("metadata", CONTAINER);
+        mapper.enter_module("bias", CONTAINER);
+        let bias = Module::map(self.bias, mapper);
+        mapper.exit_module("bias", CONTAINER);
+        Self { values, metadata, bias, d_input: self.d_input }
+    }
+
+    /// Burn's loading, then [`SemiStructuredLinear::check`]: a record whose metadata is not
+    /// valid 2:4 is a `RecordError::Validation` naming the word at fault.
+    fn try_load_record(self, record: ModuleRecord) -> Result<Self, RecordError> {
+        load_checked(self, record, "SemiStructuredLinear", Self::check)
+    }
+}
+
+impl ModuleDisplayDefault for SemiStructuredLinear {
+    fn content(&self, content: Content) -> Option<Content> {
+        content
+            .set_top_level_type("SemiStructuredLinear")
+            .add("values", &self.values)
+            .add("metadata", &self.metadata)
+            .add("bias", &self.bias)
+            .add_debug_attribute("d_input", &self.d_input)
+            .optional()
+    }
+
+    fn num_params(&self) -> usize {
+        Module::num_params(self)
+    }
+}
+
+impl ModuleDisplay for SemiStructuredLinear {}
+
+impl fmt::Display for SemiStructuredLinear {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", ModuleDisplay::format(self, Default::default()))
     }
 }

@@ -11,16 +11,30 @@
 //! pattern ([`SparseLinearConfig::init_with_pattern`]), from a sparse weight
 //! ([`SparseLinear::from_weight`]) or by magnitude pruning of a dense `burn::nn::Linear`
 //! ([`SparseLinear::from_linear`]).
+//!
+//! A random pattern is drawn in time and memory proportional to its entries, not to
+//! `d_output * d_input` (Floyd's sampling of distinct positions), so a very sparse layer of huge
+//! sizes is cheap; a size or entry count that cannot be counted or allocated is an error.
+//!
+//! Records are untrusted (files on disk), and the CSR kernels index with the pattern unchecked.
+//! So the `Module` impl is written out (what `#[derive(Module)]` generates) to override
+//! `try_load_record`: a record whose pattern is not valid CSR for the layer's shape is refused
+//! with a `RecordError` naming the violation (`load_record` and `load_file` panic with it). A
+//! layer loaded as part of a bigger module goes through `map`, which cannot fail, and its fields
+//! are public; so [`SparseLinear::weight`] builds the weight with the checked CSR constructor
+//! as well, and the kernels never see an unchecked pattern.
 
-use crate::dropout::MaskRng;
-use crate::prune::{csr_at_positions, csr_indices, kept_count, magnitudes, top_k_positions};
+use crate::prune::{csr_at_positions, csr_indices, kept_count, magnitudes, top_k_positions, try_vec};
 use burn::config::Config;
-use burn::module::{Module, Param, ParamId};
+use burn::module::{Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::nn::{Initializer, Linear};
+use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Distribution, Int, Tensor};
 use sparsegrad_autodiff::matmul::mm;
 use sparsegrad_backend::util::{int_tensor, reshape, reshape_int};
 use sparsegrad_backend::{Layout, SparseError, SparseTensor};
+use std::collections::HashSet;
+use std::fmt;
 
 // Not `Result`: the `Config` derive expands to code naming the std `Result`.
 type Checked<T> = sparsegrad_backend::Result<T>;
@@ -42,7 +56,8 @@ pub struct SparseLinearConfig {
     /// fan-out are the stored entries per row and per column, not the dense sizes.
     #[config(default = "Initializer::KaimingUniform{gain:0.5773502691896258, fan_out_only:false}")]
     pub initializer: Initializer,
-    /// Seed of the random pattern; `None` draws it from the device's generator (`device.seed`).
+    /// Seed of the random pattern (the same seed, sizes and density give the same pattern);
+    /// `None` draws it from the device's generator (reproducible after `device.seed`).
     #[config(default = "None")]
     pub seed: Option<u64>,
 }
@@ -51,8 +66,8 @@ pub struct SparseLinearConfig {
 ///
 /// Its record (`into_record`, `save_file`) holds the pattern, the values and the bias; it loads
 /// into a layer of the same shape and entry count, which a [`SparseLinearConfig`] with the same
-/// sizes and density builds whatever its seed.
-#[derive(Module, Debug)]
+/// sizes and density builds whatever its seed. Loading checks the pattern (see the module docs).
+#[derive(Clone, Debug)]
 pub struct SparseLinear {
     /// Compressed row pointers of `W`, `[d_output + 1]`.
     pub crow: Param<Tensor<1, Int>>,
@@ -66,9 +81,10 @@ pub struct SparseLinear {
     pub d_input: usize,
 }
 
-/// int32 indices when they fit (half the memory of int64; the kernels take both).
-fn index_dtype(d_input: usize, nnz: usize) -> DType {
-    if d_input.max(nnz) <= i32::MAX as usize {
+/// int32 indices when they fit (half the memory of int64; the kernels take both): the CSR
+/// constructor wants both dimensions and the entry count to fit the index dtype.
+fn index_dtype(d_output: usize, d_input: usize, nnz: usize) -> DType {
+    if d_output.max(d_input).max(nnz) <= i32::MAX as usize {
         DType::I32
     } else {
         DType::I64
@@ -87,27 +103,102 @@ fn index_param(t: Tensor<1, Int>) -> Param<Tensor<1, Int>> {
     Param::initialized(ParamId::new(), t)
 }
 
+/// A splitmix64 stream (the generator of [`crate::MaskRng`], with whole 64-bit outputs: a
+/// position among more than 2^53 needs them).
+struct Stream(u64);
+
+impl Stream {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n >= 1`), without modulo bias: the high word of `x * n` for a uniform
+    /// `x`, rejecting the `2^64 mod n` low words that would favour some results (Lemire).
+    fn below(&mut self, n: u64) -> u64 {
+        let threshold = n.wrapping_neg() % n;
+        loop {
+            let m = u128::from(self.next_u64()) * u128::from(n);
+            if m as u64 >= threshold {
+                return (m >> 64) as u64;
+            }
+        }
+    }
+}
+
+/// A uniformly random `k`-subset of `0..n` (`k <= n`), ascending. Floyd's algorithm: for each
+/// `j` of the last `k` values, draw `t` in `0..=j` and take `t`, or `j` when `t` is taken
+/// already; every step adds one element, `k` draws and a set of `k` entries in all.
+fn floyd(n: usize, k: usize, rng: &mut Stream, operation: &'static str) -> Checked<Vec<usize>> {
+    let mut chosen = HashSet::new();
+    chosen.try_reserve(k).map_err(|_| SparseError::InvalidArgument { operation, message: format!("cannot allocate a set of {k} positions") })?;
+    let mut out = try_vec(k, "the positions of the entries", operation)?;
+    for j in n - k..n {
+        let t = rng.below(j as u64 + 1) as usize;
+        if !chosen.insert(t) {
+            chosen.insert(j);
+        }
+    }
+    out.extend(chosen);
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// A uniformly random `k`-subset of the row-major positions `0..n`, ascending, in `O(k)`
+/// expected time and memory. Above half the positions the `n - k` left out are drawn instead
+/// (fewer draws, and walking all `n` positions is then `O(k)` too).
+fn random_positions(n: usize, k: usize, seed: u64, operation: &'static str) -> Checked<Vec<usize>> {
+    let mut rng = Stream(seed);
+    if k <= n / 2 {
+        return floyd(n, k, &mut rng, operation);
+    }
+    let mut out = try_vec(k, "the positions of the entries", operation)?;
+    let mut skipped = floyd(n, n - k, &mut rng, operation)?.into_iter().peekable();
+    for p in 0..n {
+        if skipped.peek() == Some(&p) {
+            skipped.next();
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// A seed from the device's generator: 16 bits of each of four uniform draws (`device.seed`
+/// makes it reproducible, as the rest of burn's initialisation).
+fn device_seed(device: &Device) -> u64 {
+    let draws = Tensor::<1>::random([4], Distribution::Uniform(0.0, 1.0), device).into_data();
+    draws.iter::<f64>().fold(0u64, |seed, u| seed << 16 | ((u * 65536.0) as u64 & 0xFFFF))
+}
+
 impl SparseLinearConfig {
-    /// A layer with a uniformly random pattern of `round(density * d_input * d_output)` entries.
-    /// Panics on a density outside `[0, 1]` (see [`SparseLinearConfig::try_init`]).
+    /// A layer with a uniformly random pattern of `round(density * d_input * d_output)` entries
+    /// (every set of that many distinct positions equally likely; time and memory proportional
+    /// to the entries and `d_output`). Panics where [`SparseLinearConfig::try_init`] errors.
     pub fn init(&self, device: &Device) -> SparseLinear {
         self.try_init(device).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// [`SparseLinearConfig::init`] returning the error.
+    /// [`SparseLinearConfig::init`] returning the error: a density outside `[0, 1]`, sizes whose
+    /// product exceeds `i64::MAX` (`ElementCountOverflow`), or index arrays that cannot be
+    /// allocated.
     pub fn try_init(&self, device: &Device) -> Checked<SparseLinear> {
+        const OP: &str = "SparseLinearConfig::init";
         let shape = [self.d_output, self.d_input];
-        let numel = self.d_output.checked_mul(self.d_input).ok_or(SparseError::ElementCountOverflow { shape: shape.to_vec() })?;
-        let nnz = kept_count(numel, self.density, "SparseLinearConfig::init")?;
-        // The top-k of i.i.d. uniform scores is a uniformly random k-subset.
-        let scores: Vec<f64> = match self.seed {
-            Some(seed) => {
-                let mut rng = MaskRng::new(seed);
-                (0..numel).map(|_| rng.next_unit()).collect()
-            }
-            None => Tensor::<1>::random([numel], Distribution::Uniform(0.0, 1.0), device).into_data().iter::<f64>().collect(),
-        };
-        let (crow, col) = csr_indices(&top_k_positions(&scores, nnz), self.d_output, self.d_input);
+        // The CSR constructor's bound: the element count fits an i64.
+        let numel = self
+            .d_output
+            .checked_mul(self.d_input)
+            .filter(|&n| n <= i64::MAX as usize)
+            .ok_or(SparseError::ElementCountOverflow { shape: shape.to_vec() })?;
+        let nnz = kept_count(numel, self.density, OP)?;
+        let seed = self.seed.unwrap_or_else(|| device_seed(device));
+        let positions = random_positions(numel, nnz, seed, OP)?;
+        let (crow, col) = csr_indices(&positions, self.d_output, self.d_input, OP)?;
+        drop(positions);
         Ok(self.with_indices(crow, col, device))
     }
 
@@ -126,7 +217,7 @@ impl SparseLinearConfig {
 
     fn with_indices(&self, crow: Vec<i64>, col: Vec<i64>, device: &Device) -> SparseLinear {
         let nnz = col.len();
-        let dtype = index_dtype(self.d_input, nnz);
+        let dtype = index_dtype(self.d_output, self.d_input, nnz);
         let (fan_in, fan_out) = fans(nnz, self.d_input, self.d_output);
         SparseLinear {
             crow: index_param(int_tensor(crow, [self.d_output + 1], dtype, device)),
@@ -183,13 +274,13 @@ impl SparseLinear {
         let [d_output, d_input] = w.dims();
         let nnz = kept_count(d_output * d_input, density, "SparseLinear::from_linear")?;
         let positions = top_k_positions(&magnitudes(&w), nnz);
-        let weight = csr_at_positions(w, &positions, index_dtype(d_input, nnz))?;
+        let weight = csr_at_positions(w, &positions, index_dtype(d_output, d_input, nnz))?;
         Self::from_weight(&weight, linear.bias.as_ref().map(|b| b.val()))
     }
 
-    /// Rows of `W`.
+    /// Rows of `W` (one less than the length of `crow`).
     pub fn d_output(&self) -> usize {
-        self.crow.val().dims()[0] - 1
+        self.crow.val().dims()[0].saturating_sub(1)
     }
 
     /// Stored entries of `W`.
@@ -199,22 +290,51 @@ impl SparseLinear {
 
     /// `nnz / (d_output * d_input)`.
     pub fn density(&self) -> f64 {
-        self.nnz() as f64 / (self.d_output() * self.d_input).max(1) as f64
+        self.nnz() as f64 / self.d_output().saturating_mul(self.d_input).max(1) as f64
     }
 
     /// `W` as a CSR tensor sharing the layer's index and value tensors (differentiable w.r.t.
-    /// the values on an autodiff device).
+    /// the values on an autodiff device), built by the checked CSR constructor. Panics with the
+    /// violation when the parts do not make a valid weight (see [`SparseLinear::try_weight`]).
     pub fn weight(&self) -> SparseTensor<2> {
-        SparseTensor::csr_unchecked(self.crow.val(), self.col.val(), self.values.val(), [self.d_output(), self.d_input])
+        self.try_weight().unwrap_or_else(|e| panic!("SparseLinear: invalid weight: {e}"))
+    }
+
+    /// [`SparseLinear::weight`] returning the error: `crow` not starting at 0, decreasing or not
+    /// ending at `nnz`, a column outside `0..d_input` or not increasing within its row, lengths
+    /// that disagree, index dtypes that differ or are not signed integers, or values that are
+    /// not floats. One pass over the indices on the host, `O(d_output + nnz)` against the
+    /// product's `O(nnz * batch)`.
+    pub fn try_weight(&self) -> Checked<SparseTensor<2>> {
+        let values = self.values.val();
+        if !values.dtype().is_float() {
+            return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{:?}", values.dtype()) });
+        }
+        SparseTensor::csr(self.crow.val(), self.col.val(), values, [self.d_output(), self.d_input])
+    }
+
+    /// Checks the layer: its parts make a valid weight ([`SparseLinear::try_weight`]) and the
+    /// bias, if any, is `[d_output]`. What loading a record runs.
+    pub fn check(&self) -> Checked<()> {
+        self.try_weight()?;
+        if let Some(b) = &self.bias {
+            let dims = b.val().dims();
+            if dims != [self.d_output()] {
+                return Err(SparseError::ShapeMismatch { component: "bias", expected: vec![self.d_output()], actual: dims.to_vec() });
+            }
+        }
+        Ok(())
     }
 
     /// Bytes the parameters occupy: values, both index arrays and the bias.
     pub fn memory_bytes(&self) -> usize {
-        let bias = self.bias.as_ref().map_or(0, |b| {
-            let b = b.val();
-            b.dims()[0] * b.dtype().size()
-        });
-        self.weight().memory_bytes() + bias
+        fn bytes<K>(t: Tensor<1, K>) -> usize
+        where
+            K: burn::tensor::kind::Basic,
+        {
+            t.dims()[0] * t.dtype().size()
+        }
+        bytes(self.crow.val()) + bytes(self.col.val()) + bytes(self.values.val()) + self.bias.as_ref().map_or(0, |b| bytes(b.val()))
     }
 
     /// `x Wᵀ + b` for `input [..., d_input]`, giving `[..., d_output]`. Panics when the last
@@ -241,5 +361,211 @@ impl SparseLinear {
         let mut out = dims;
         out[D - 1] = self.d_output();
         reshape(y, out)
+    }
+}
+
+const CONTAINER: &str = "Struct:SparseLinear";
+
+/// What `#[derive(Module)]` generates for the fields, plus the checked `try_load_record`.
+impl Module for SparseLinear {
+    fn collect_devices(&self, devices: Devices) -> Devices {
+        let devices = Module::collect_devices(&self.crow, devices);
+        let devices = Module::collect_devices(&self.col, devices);
+        let devices = Module::collect_devices(&self.values, devices);
+        Module::collect_devices(&self.bias, devices)
+    }
+
+    fn fork(self, device: &Device) -> Self {
+        Self {
+            crow: Module::fork(self.crow, device),
+            col: Module::fork(self.col, device),
+            values: Module::fork(self.values, device),
+            bias: Module::fork(self.bias, device),
+            d_input: self.d_input,
+        }
+    }
+
+    fn to_device(self, device: &Device) -> Self {
+        Self {
+            crow: Module::to_device(self.crow, device),
+            col: Module::to_device(self.col, device),
+            values: Module::to_device(self.values, device),
+            bias: Module::to_device(self.bias, device),
+            d_input: self.d_input,
+        }
+    }
+
+    fn train(self) -> Self {
+        Self {
+            crow: Module::train(self.crow),
+            col: Module::train(self.col),
+            values: Module::train(self.values),
+            bias: Module::train(self.bias),
+            d_input: self.d_input,
+        }
+    }
+
+    fn valid(&self) -> Self {
+        Self {
+            crow: Module::valid(&self.crow),
+            col: Module::valid(&self.col),
+            values: Module::valid(&self.values),
+            bias: Module::valid(&self.bias),
+            d_input: self.d_input,
+        }
+    }
+
+    fn materialize(self) -> Self {
+        Self {
+            crow: Module::materialize(self.crow),
+            col: Module::materialize(self.col),
+            values: Module::materialize(self.values),
+            bias: Module::materialize(self.bias),
+            d_input: self.d_input,
+        }
+    }
+
+    fn visit<V: ModuleVisitor>(&self, visitor: &mut V) {
+        visitor.enter_module("crow", CONTAINER);
+        Module::visit(&self.crow, visitor);
+        visitor.exit_module("crow", CONTAINER);
+        visitor.enter_module("col", CONTAINER);
+        Module::visit(&self.col, visitor);
+        visitor.exit_module("col", CONTAINER);
+        visitor.enter_module("values", CONTAINER);
+        Module::visit(&self.values, visitor);
+        visitor.exit_module("values", CONTAINER);
+        visitor.enter_module("bias", CONTAINER);
+        Module::visit(&self.bias, visitor);
+        visitor.exit_module("bias", CONTAINER);
+    }
+
+    fn map<M: ModuleMapper>(self, mapper: &mut M) -> Self {
+        mapper.enter_module("crow", CONTAINER);
+        let crow = Module::map(self.crow, mapper);
+        mapper.exit_module("crow", CONTAINER);
+        mapper.enter_module("col", CONTAINER);
+        let col = Module::map(self.col, mapper);
+        mapper.exit_module("col", CONTAINER);
+        mapper.enter_module("values", CONTAINER);
+        let values = Module::map(self.values, mapper);
+        mapper.exit_module("values", CONTAINER);
+        mapper.enter_module("bias", CONTAINER);
+        let bias = Module::map(self.bias, mapper);
+        mapper.exit_module("bias", CONTAINER);
+        Self { crow, col, values, bias, d_input: self.d_input }
+    }
+
+    /// Burn's loading, then [`SparseLinear::check`]: a record whose pattern is not valid CSR
+    /// for the layer's shape is a `RecordError::Validation` naming the violation (with or
+    /// without the record's `validate` flag, which governs burn's own shape checks).
+    fn try_load_record(self, record: ModuleRecord) -> Result<Self, RecordError> {
+        load_checked(self, record, "SparseLinear", Self::check)
+    }
+}
+
+impl ModuleDisplayDefault for SparseLinear {
+    fn content(&self, content: Content) -> Option<Content> {
+        content
+            .set_top_level_type("SparseLinear")
+            .add("crow", &self.crow)
+            .add("col", &self.col)
+            .add("values", &self.values)
+            .add("bias", &self.bias)
+            .add_debug_attribute("d_input", &self.d_input)
+            .optional()
+    }
+
+    fn num_params(&self) -> usize {
+        Module::num_params(self)
+    }
+}
+
+impl ModuleDisplay for SparseLinear {}
+
+impl fmt::Display for SparseLinear {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", ModuleDisplay::format(self, Default::default()))
+    }
+}
+
+/// `module` with `record` applied by burn's own loading, then `check`ed: the body of a layer's
+/// `try_load_record` override. Burn applies a record through `map`; [`Unchecked`] forwards it
+/// to the layer without a path component of its own, so the record's paths are the layer's.
+pub(crate) fn load_checked<M: Module>(module: M, record: ModuleRecord, name: &str, check: impl FnOnce(&M) -> Checked<()>) -> Result<M, RecordError> {
+    let loaded = Unchecked(module).try_load_record(record)?.0;
+    check(&loaded).map_err(|e| RecordError::Validation(format!("{name}: the record does not make a valid layer: {e}")))?;
+    Ok(loaded)
+}
+
+/// A module with burn's default `try_load_record` (the trait's, which only this crate's layers
+/// override); every other method is the inner module's.
+#[derive(Clone, Debug)]
+struct Unchecked<M>(M);
+
+impl<M: Module> Module for Unchecked<M> {
+    fn collect_devices(&self, devices: Devices) -> Devices {
+        self.0.collect_devices(devices)
+    }
+
+    fn fork(self, device: &Device) -> Self {
+        Self(self.0.fork(device))
+    }
+
+    fn to_device(self, device: &Device) -> Self {
+        Self(self.0.to_device(device))
+    }
+
+    fn train(self) -> Self {
+        Self(self.0.train())
+    }
+
+    fn valid(&self) -> Self {
+        Self(self.0.valid())
+    }
+
+    fn materialize(self) -> Self {
+        Self(self.0.materialize())
+    }
+
+    fn visit<V: ModuleVisitor>(&self, visitor: &mut V) {
+        self.0.visit(visitor)
+    }
+
+    fn map<Mp: ModuleMapper>(self, mapper: &mut Mp) -> Self {
+        Self(self.0.map(mapper))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_stays_below_and_reaches_every_value() {
+        let mut rng = Stream(7);
+        assert!((0..100).all(|_| rng.below(1) == 0));
+        let big = (1u64 << 63) + 1;
+        assert!((0..1000).all(|_| rng.below(big) < big));
+        let mut seen = [0usize; 3];
+        (0..3000).for_each(|_| seen[rng.below(3) as usize] += 1);
+        assert!(seen.iter().all(|&c| (850..1150).contains(&c)), "{seen:?}");
+    }
+
+    #[test]
+    fn random_positions_are_distinct_ascending_and_in_range() {
+        for n in [0usize, 1, 2, 7, 64, 1000] {
+            for k in [0, 1, n / 3, n / 2, n / 2 + 1, n.saturating_sub(1), n] {
+                if k > n {
+                    continue;
+                }
+                let p = random_positions(n, k, (n * 31 + k) as u64, "test").unwrap();
+                assert_eq!(p.len(), k, "n = {n}, k = {k}");
+                assert!(p.windows(2).all(|w| w[0] < w[1]) && p.iter().all(|&i| i < n), "n = {n}, k = {k}: {p:?}");
+            }
+        }
+        // Seeded: the same subset again, another for another seed.
+        assert_eq!(random_positions(1000, 10, 1, "test"), random_positions(1000, 10, 1, "test"));
+        assert_ne!(random_positions(1000, 10, 1, "test"), random_positions(1000, 10, 2, "test"));
     }
 }
