@@ -9,6 +9,7 @@ use crate::algebra::validate::{check_compressed, check_coo_bounds, check_numel, 
 use crate::error::{invalid, Result, SparseError};
 use crate::host::with_ints;
 use crate::layout::Layout;
+use crate::memo::PatternMemo;
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{numel, reshape, reshape_int};
 use crate::match_ints;
@@ -113,6 +114,15 @@ impl<const D: usize> SparseTensor<D> {
     /// torch's `sparse_csr_tensor(crow_indices, col_indices, values, size)`.
     pub fn csr<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
         Self::compressed(crow, col, values, shape, Layout::Csr)
+    }
+
+    /// [`SparseTensor::csr`] for a weight rebuilt from the same index tensors at every step (a
+    /// layer's parameters): the contents are checked the first time and again only when the
+    /// tensors or the shape change (see [`PatternMemo`]), with the same errors as `csr`.
+    pub fn csr_with_memo<const V: usize>(crow: Tensor<1, Int>, col: Tensor<1, Int>, values: Tensor<V>, shape: [usize; D], memo: &PatternMemo<1>) -> Result<Self> {
+        let s = Self::compressed_structure(crow.clone(), col.clone(), values, shape, Layout::Csr)?;
+        memo.check_once(&[&crow, &col], &shape, || s.check_compressed_contents())?;
+        Ok(Self { trust: Trust::Checked, ..s })
     }
 
     /// torch's `sparse_csc_tensor(ccol_indices, row_indices, values, size)`.

@@ -19,6 +19,7 @@ pub mod error;
 mod flex;
 pub mod host;
 pub mod layout;
+pub mod memo;
 pub mod movement;
 pub mod pattern;
 pub mod reduce;

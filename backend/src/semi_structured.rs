@@ -14,6 +14,7 @@
 //! kernels) and in `sparsegrad-autodiff` (the differentiable ops).
 
 use crate::host::{with_floats, with_ints};
+use crate::memo::PatternMemo;
 use crate::util::int_tensor;
 use crate::{Result, SparseError};
 use burn::tensor::kind::Basic;
@@ -258,6 +259,32 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         let meta: Vec<i16> = with_ints(&metadata, |s| s.to_i64()).into_iter().map(|v| v as i16).collect();
         validate_metadata(&meta, rows, cols, pattern)?;
         let metadata = metadata_tensor(meta, rows, cols, &values.device());
+        Ok(Self { values, metadata, rows, cols, pattern, transposed: false })
+    }
+
+    /// [`SemiStructuredTensor::from_parts`] for a weight rebuilt from the same parts at every
+    /// step (a layer's parameters): `i16` metadata is checked the first time and again only
+    /// when the tensor, the row length or the pattern changes (see [`PatternMemo`]); other
+    /// integer dtypes are converted and checked at every call, as by `from_parts`.
+    pub fn from_parts_with_memo(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern, memo: &PatternMemo<2>) -> Result<Self> {
+        if metadata.dtype() != DType::I16 {
+            return Self::from_parts(values, metadata, cols, pattern);
+        }
+        let key = [cols, pattern as usize];
+        let mut checked = None;
+        memo.check_once(&[&metadata], &key, || {
+            checked = Some(Self::from_parts(values.clone(), metadata.clone(), cols, pattern)?);
+            Ok(())
+        })?;
+        // Checked now, or the same i16 words checked before: only the shapes remain to check,
+        // and `from_parts_unchecked` panics on those, so they are checked here first.
+        if let Some(t) = checked {
+            return Ok(t);
+        }
+        let [rows, half] = values.dims();
+        if half * 2 != cols || metadata.dims() != [rows, cols.div_ceil(WORD_COLUMNS)] || !K::supported(values.dtype()) {
+            return Self::from_parts(values, metadata, cols, pattern);
+        }
         Ok(Self { values, metadata, rows, cols, pattern, transposed: false })
     }
 

@@ -17,8 +17,9 @@
 //! As for `SparseLinear`, the `Module` impl is written out to override `try_load_record`, which
 //! refuses metadata that is not valid 2:4 (slots ascending within each group, no bits past the
 //! last group) with a `RecordError`; and [`SemiStructuredLinear::weight`] builds the weight with
-//! the checked `SemiStructuredTensor::from_parts` (one pass over `rows * cols / 16` words), for
-//! layers loaded inside a bigger module or with their public fields set by hand.
+//! the checked `SemiStructuredTensor::from_parts` (one pass over `rows * cols / 16` words, once
+//! per metadata tensor: the layer's [`PatternMemo`] recognises the words it already checked),
+//! for layers loaded inside a bigger module or with their public fields set by hand.
 
 use crate::prune::prune_2_4;
 use crate::sparse_linear::load_checked;
@@ -29,6 +30,7 @@ use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{Device, Int, Tensor};
 use sparsegrad_autodiff::semi_structured::linear;
 use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
+use sparsegrad_backend::memo::PatternMemo;
 use sparsegrad_backend::SparseError;
 use std::fmt;
 
@@ -64,6 +66,10 @@ pub struct SemiStructuredLinear {
     pub bias: Option<Param<Tensor<1>>>,
     /// Columns of `W`.
     pub d_input: usize,
+    /// The metadata tensor last checked, so [`SemiStructuredLinear::weight`] checks it once,
+    /// not at every forward pass (see [`PatternMemo`]). `PatternMemo::default()` for a layer
+    /// built by hand.
+    pub memo: PatternMemo<2>,
 }
 
 impl SemiStructuredLinearConfig {
@@ -112,6 +118,7 @@ impl SemiStructuredLinear {
             metadata: Param::initialized(ParamId::new(), weight.metadata()),
             bias: bias.map(|b| Param::from_tensor(b.detach())),
             d_input,
+            memo: PatternMemo::new(),
         })
     }
 
@@ -121,7 +128,8 @@ impl SemiStructuredLinear {
     }
 
     /// `W` as a semi-structured tensor sharing the layer's values (differentiable w.r.t. them
-    /// on an autodiff device), built by the checked `SemiStructuredTensor::from_parts`. Panics
+    /// on an autodiff device), built by the checked `SemiStructuredTensor::from_parts` (the
+    /// metadata checked once per tensor, see [`PatternMemo`]). Panics
     /// with the violation when the parts do not make a valid 2:4 weight (see
     /// [`SemiStructuredLinear::try_weight`]).
     pub fn weight(&self) -> SemiStructuredTensor {
@@ -132,7 +140,7 @@ impl SemiStructuredLinear {
     /// values not `[d_output, d_input / 2]` floats, metadata not `[d_output, ceil(d_input / 16)]`,
     /// or a metadata word whose slots are not a 2:4 group (or with bits past the last group).
     pub fn try_weight(&self) -> Checked<SemiStructuredTensor> {
-        SemiStructuredTensor::from_parts(self.values.val(), self.metadata.val(), self.d_input, SemiPattern::TwoFour)
+        SemiStructuredTensor::from_parts_with_memo(self.values.val(), self.metadata.val(), self.d_input, SemiPattern::TwoFour, &self.memo)
     }
 
     /// Checks the layer: its parts make a valid weight ([`SemiStructuredLinear::try_weight`])
@@ -182,6 +190,7 @@ impl Module for SemiStructuredLinear {
             metadata: Module::fork(self.metadata, device),
             bias: Module::fork(self.bias, device),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
@@ -191,15 +200,16 @@ impl Module for SemiStructuredLinear {
             metadata: Module::to_device(self.metadata, device),
             bias: Module::to_device(self.bias, device),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
     fn train(self) -> Self {
-        Self { values: Module::train(self.values), metadata: Module::train(self.metadata), bias: Module::train(self.bias), d_input: self.d_input }
+        Self { values: Module::train(self.values), metadata: Module::train(self.metadata), bias: Module::train(self.bias), d_input: self.d_input, memo: PatternMemo::new() }
     }
 
     fn valid(&self) -> Self {
-        Self { values: Module::valid(&self.values), metadata: Module::valid(&self.metadata), bias: Module::valid(&self.bias), d_input: self.d_input }
+        Self { values: Module::valid(&self.values), metadata: Module::valid(&self.metadata), bias: Module::valid(&self.bias), d_input: self.d_input, memo: PatternMemo::new() }
     }
 
     fn materialize(self) -> Self {
@@ -208,6 +218,7 @@ impl Module for SemiStructuredLinear {
             metadata: Module::materialize(self.metadata),
             bias: Module::materialize(self.bias),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
@@ -233,7 +244,7 @@ impl Module for SemiStructuredLinear {
         mapper.enter_module("bias", CONTAINER);
         let bias = Module::map(self.bias, mapper);
         mapper.exit_module("bias", CONTAINER);
-        Self { values, metadata, bias, d_input: self.d_input }
+        Self { values, metadata, bias, d_input: self.d_input, memo: PatternMemo::new() }
     }
 
     /// Burn's loading, then [`SemiStructuredLinear::check`]: a record whose metadata is not

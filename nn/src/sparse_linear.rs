@@ -22,7 +22,9 @@
 //! with a `RecordError` naming the violation (`load_record` and `load_file` panic with it). A
 //! layer loaded as part of a bigger module goes through `map`, which cannot fail, and its fields
 //! are public; so [`SparseLinear::weight`] builds the weight with the checked CSR constructor
-//! as well, and the kernels never see an unchecked pattern.
+//! as well, and the kernels never see an unchecked pattern. The check runs once per pattern:
+//! the layer's [`PatternMemo`] recognises the index tensors it already checked, so a training
+//! loop does not pay a pass over the pattern at every step.
 
 use crate::prune::{csr_at_positions, csr_indices, kept_count, magnitudes, top_k_positions, try_vec};
 use burn::config::Config;
@@ -32,6 +34,7 @@ use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Distribution, Int, Tensor};
 use sparsegrad_autodiff::matmul::mm;
 use sparsegrad_backend::util::{int_tensor, reshape, reshape_int};
+use sparsegrad_backend::memo::PatternMemo;
 use sparsegrad_backend::{Layout, SparseError, SparseTensor};
 use std::collections::HashSet;
 use std::fmt;
@@ -79,6 +82,11 @@ pub struct SparseLinear {
     pub bias: Option<Param<Tensor<1>>>,
     /// Columns of `W`.
     pub d_input: usize,
+    /// The pattern tensors last checked, so [`SparseLinear::weight`] checks `crow` and `col`
+    /// once, not at every forward pass (see [`PatternMemo`]). `PatternMemo::default()` for a
+    /// layer built by hand; sharing one between layers is harmless (it recognises tensors by
+    /// their storage).
+    pub memo: PatternMemo<1>,
 }
 
 /// int32 indices when they fit (half the memory of int64; the kernels take both): the CSR
@@ -225,6 +233,7 @@ impl SparseLinearConfig {
             values: self.initializer.init_with([nnz], Some(fan_in), Some(fan_out), device),
             bias: self.bias.then(|| self.initializer.init_with([self.d_output], Some(fan_in), Some(fan_out), device)),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 }
@@ -262,6 +271,7 @@ impl SparseLinear {
             values: Param::from_tensor(values.detach()),
             bias: bias.map(|b| Param::from_tensor(b.detach())),
             d_input,
+            memo: PatternMemo::new(),
         })
     }
 
@@ -294,7 +304,8 @@ impl SparseLinear {
     }
 
     /// `W` as a CSR tensor sharing the layer's index and value tensors (differentiable w.r.t.
-    /// the values on an autodiff device), built by the checked CSR constructor. Panics with the
+    /// the values on an autodiff device), built by the checked CSR constructor (the indices
+    /// checked once per pattern, see [`PatternMemo`]). Panics with the
     /// violation when the parts do not make a valid weight (see [`SparseLinear::try_weight`]).
     pub fn weight(&self) -> SparseTensor<2> {
         self.try_weight().unwrap_or_else(|e| panic!("SparseLinear: invalid weight: {e}"))
@@ -303,14 +314,14 @@ impl SparseLinear {
     /// [`SparseLinear::weight`] returning the error: `crow` not starting at 0, decreasing or not
     /// ending at `nnz`, a column outside `0..d_input` or not increasing within its row, lengths
     /// that disagree, index dtypes that differ or are not signed integers, or values that are
-    /// not floats. One pass over the indices on the host, `O(d_output + nnz)` against the
-    /// product's `O(nnz * batch)`.
+    /// not floats. One pass over the indices on the host, `O(d_output + nnz)`, the first time
+    /// and whenever `crow`, `col` or `d_input` change.
     pub fn try_weight(&self) -> Checked<SparseTensor<2>> {
         let values = self.values.val();
         if !values.dtype().is_float() {
             return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{:?}", values.dtype()) });
         }
-        SparseTensor::csr(self.crow.val(), self.col.val(), values, [self.d_output(), self.d_input])
+        SparseTensor::csr_with_memo(self.crow.val(), self.col.val(), values, [self.d_output(), self.d_input], &self.memo)
     }
 
     /// Checks the layer: its parts make a valid weight ([`SparseLinear::try_weight`]) and the
@@ -382,6 +393,7 @@ impl Module for SparseLinear {
             values: Module::fork(self.values, device),
             bias: Module::fork(self.bias, device),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
@@ -392,6 +404,7 @@ impl Module for SparseLinear {
             values: Module::to_device(self.values, device),
             bias: Module::to_device(self.bias, device),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
@@ -402,6 +415,7 @@ impl Module for SparseLinear {
             values: Module::train(self.values),
             bias: Module::train(self.bias),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
@@ -412,6 +426,7 @@ impl Module for SparseLinear {
             values: Module::valid(&self.values),
             bias: Module::valid(&self.bias),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
@@ -422,6 +437,7 @@ impl Module for SparseLinear {
             values: Module::materialize(self.values),
             bias: Module::materialize(self.bias),
             d_input: self.d_input,
+            memo: PatternMemo::new(),
         }
     }
 
@@ -453,7 +469,7 @@ impl Module for SparseLinear {
         mapper.enter_module("bias", CONTAINER);
         let bias = Module::map(self.bias, mapper);
         mapper.exit_module("bias", CONTAINER);
-        Self { crow, col, values, bias, d_input: self.d_input }
+        Self { crow, col, values, bias, d_input: self.d_input, memo: PatternMemo::new() }
     }
 
     /// Burn's loading, then [`SparseLinear::check`]: a record whose pattern is not valid CSR
