@@ -121,20 +121,26 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     /// torch's `coalesce()`: indices sorted lexicographically and unique, duplicates summed.
-    /// Panics on a tensor built unchecked with invalid indices.
+    /// Panics on a tensor built unchecked with invalid indices (see [`Self::try_coalesce`]).
     pub fn coalesce(&self) -> Self {
+        self.try_coalesce().unwrap_or_else(|e| panic!("coalesce: {e}"))
+    }
+
+    /// [`Self::coalesce`] returning the violation of a tensor built unchecked.
+    pub fn try_coalesce(&self) -> Result<Self> {
+        self.check_invariants()?;
         if self.coalesced {
-            return self.clone();
+            return Ok(self.clone());
         }
-        let e = self.entries().unwrap_or_else(|e| panic!("coalesce: {e}"));
+        let e = self.entries()?;
         let plan = sort::coalesce_plan(e.keys, &e.sizes);
         if plan.identity {
-            return Self { coalesced: true, ..self.clone() };
+            return Ok(Self { coalesced: true, ..self.clone() });
         }
         let n = plan.unique;
         let values = scatter_add_rows(e.values, plan.segment, n);
         let indices = int_tensor(plan.coords, [e.sizes.len(), n], self.index_dtype(), &self.device());
-        Self { indices: Indices::Coo(indices), values, coalesced: true, ..self.clone() }
+        Ok(Self { indices: Indices::Coo(indices), values, coalesced: true, ..self.clone() })
     }
 
     /// TensorFlow's `sparse_reorder`: entries sorted lexicographically (stable), duplicates kept.
@@ -153,16 +159,23 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     /// torch's `to_sparse_coo()`: compressed layouts become COO over batch + 2 sparse dims
-    /// (blocks expanded to elements); a COO tensor is returned as is.
+    /// (blocks expanded to elements); a COO tensor is returned as is. Panics on a tensor built
+    /// unchecked with invalid indices (see [`Self::try_to_sparse_coo`]).
     pub fn to_sparse_coo(&self) -> Self {
+        self.try_to_sparse_coo().unwrap_or_else(|e| panic!("to_sparse_coo: {e}"))
+    }
+
+    /// [`Self::to_sparse_coo`] returning the violation of a tensor built unchecked.
+    pub fn try_to_sparse_coo(&self) -> Result<Self> {
+        self.check_invariants()?;
         if self.layout == Layout::Coo {
-            return self.clone();
+            return Ok(self.clone());
         }
-        let e = self.entries().unwrap_or_else(|e| panic!("to_sparse_coo: {e}"));
+        let e = self.entries()?;
         let n = e.keys.len();
         let m = e.sizes.len();
         let indices = int_tensor(keys::delinearize(&e.keys, &e.sizes), [m, n], self.index_dtype(), &self.device());
-        Self {
+        Ok(Self {
             layout: Layout::Coo,
             batch_dim: 0,
             sparse_dim: m,
@@ -171,7 +184,7 @@ impl<const D: usize> SparseTensor<D> {
             values: e.values,
             coalesced: e.sorted_unique || n < 2,
             ..self.clone()
-        }
+        })
     }
 
     /// torch's `to_sparse_csr()`.
@@ -197,8 +210,9 @@ impl<const D: usize> SparseTensor<D> {
     /// Converts to any layout; BSR/BSC need a block size. A COO source needs at least 2 sparse
     /// dims for a compressed target: the ones before the last two become batch dims.
     pub fn to_layout(&self, layout: Layout, blocksize: Option<[usize; 2]>) -> Result<Self> {
+        self.check_invariants()?;
         if layout == Layout::Coo {
-            return Ok(self.to_sparse_coo());
+            return self.try_to_sparse_coo();
         }
         let blocksize = match (layout.is_blocked(), blocksize) {
             (true, Some(b)) => b,

@@ -50,15 +50,16 @@ pub fn try_int_tensor<const N: usize>(
 /// derived pattern (a batch laid out block-diagonally, a concatenation, a reshape) can address
 /// a dimension its input's dtype does not reach; its indices are widened, never narrowed.
 pub fn index_dtype_for(dtype: DType, max: u64) -> DType {
-    let order = [DType::I8, DType::I16, DType::I32, DType::I64];
-    let fits = |d: DType| match d {
-        DType::I8 => max <= i8::MAX as u64,
-        DType::I16 => max <= i16::MAX as u64,
-        DType::I32 => max <= i32::MAX as u64,
-        _ => true,
+    // By variant, not by `==`: `DType` carries payloads (quantisation schemes) whose bytes a
+    // comparison of two payload-free variants may read uninitialised.
+    let widths = [(DType::I8, i8::MAX as u64), (DType::I16, i16::MAX as u64), (DType::I32, i32::MAX as u64), (DType::I64, i64::MAX as u64)];
+    let from = match dtype {
+        DType::I8 => 0,
+        DType::I16 => 1,
+        DType::I32 => 2,
+        _ => 3,
     };
-    let from = order.iter().position(|&d| d == dtype).unwrap_or(3);
-    order[from..].iter().copied().find(|&d| fits(d)).unwrap_or(DType::I64)
+    widths[from..].iter().find(|&&(_, limit)| max <= limit).map_or(DType::I64, |&(d, _)| d)
 }
 
 /// The elements of an Int tensor widened to i64.

@@ -10,6 +10,8 @@
 //!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
 //! - `dropout`: dropout on the stored values of sparse tensors (and a seeded dense twin).
+//! - `mtx`: the Matrix Market reader ([`read_mtx`], [`MatrixMarket`]: streaming, bounds-checked,
+//!   honouring the banner's field and symmetry).
 //! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club).
 //! - `mnist`: the MNIST loader ([`Mnist`], IDX files in `data/mnist/`).
 
@@ -17,6 +19,7 @@ pub mod dropout;
 pub mod gat;
 pub mod gcn;
 pub mod mnist;
+pub mod mtx;
 pub mod planetoid;
 pub mod prune;
 pub mod semi_structured_linear;
@@ -26,6 +29,7 @@ pub use dropout::{dense_dropout, sparse_dropout, MaskRng};
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};
 pub use mnist::{Mnist, MnistSplit};
+pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
 pub use planetoid::{DataError, Planetoid};
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
