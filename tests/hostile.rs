@@ -268,9 +268,9 @@ fn check_batched_sampled(input: &SparseTensor<3>, k: usize, seed: u64) {
     let got = floats(out.to_dense());
     for b in 0..batch {
         let prod = matmul(&m1[b * m * k..(b + 1) * m * k], &m2[b * k * n..(b + 1) * k * n], m, k, n);
-        for e in 0..m * n {
+        for (e, &p) in prod.iter().enumerate() {
             let at = b * m * n + e;
-            let want = if dense_in[at] != 0.0 { 0.5 * dense_in[at] + 2.0 * prod[e] } else { 0.0 };
+            let want = if dense_in[at] != 0.0 { 0.5 * dense_in[at] + 2.0 * p } else { 0.0 };
             assert_eq!(got[at], want, "{:?} batch {b} element {e}", input.index_dtype());
         }
     }
@@ -433,7 +433,7 @@ fn matrix_market_banner_is_honoured() {
     assert_eq!((m.entries.clone(), m.values.clone()), (vec![(0, 0), (1, 0), (2, 1)], vec![2.5, -1.0, 4.0]));
     let g = m.to_general().unwrap();
     let mut all: Vec<((usize, usize), f64)> = g.entries.into_iter().zip(g.values).collect();
-    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all.sort_by_key(|e| e.0);
     assert_eq!(all, vec![((0, 0), 2.5), ((0, 1), -1.0), ((1, 0), -1.0), ((1, 2), 4.0), ((2, 1), 4.0)]);
     std::fs::write(&path, "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n").unwrap();
     assert!(sparsegrad::nn::planetoid::read_mtx(&path).unwrap_err().to_string().contains("complex"));

@@ -83,7 +83,8 @@ fn spmm(operation: &'static str, c: &Csr, x: Tensor<2>, transpose: bool) -> Resu
     let rows = c.crow.dims()[0] - 1;
     let (expected, out_rows) = if transpose { (rows, c.cols) } else { (c.cols, rows) };
     assert_eq!(inner, expected, "{operation}: the dense operand's rows (callers check the shapes)");
-    ensure_allocatable(out_rows.checked_mul(n).unwrap_or(usize::MAX), x.dtype().size(), operation)?;
+    // A saturated count overflows the byte size too: refused as an overflow.
+    ensure_allocatable(out_rows.saturating_mul(n), x.dtype().size(), operation)?;
     // SAFETY: `c` is a `Csr`, built from a checked tensor (its type's invariant): a valid pattern
     // `[rows, cols]`; `x` was checked above to be the operand the product reads.
     Ok(Tensor::from_dispatch(unsafe {

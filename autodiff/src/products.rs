@@ -108,6 +108,7 @@ impl<B: SpmmKernels> Backward<B, 2> for Spmm {
         }
         if let Some(node) = values_node {
             // out = A X: dv_j = G[row j] · X[col j];  out = Aᵀ X: dv_j = X[row j] · G[col j].
+            // SAFETY: the forward's pattern, valid over `k` columns (see above).
             let dv = unsafe {
                 if transpose {
                     B::csr_sddmm(crow.clone(), col.clone(), x, g.clone())
@@ -119,6 +120,7 @@ impl<B: SpmmKernels> Backward<B, 2> for Spmm {
         }
         if let Some(node) = x_node {
             // out = A X: dX = Aᵀ G;  out = Aᵀ X: dX = A G.
+            // SAFETY: the forward's pattern, valid over `k` columns (see above).
             let dx = unsafe { spmm_forward::<B>(crow, col, values, g, !transpose, k) };
             grads.register::<B>(node.id, dx);
         }

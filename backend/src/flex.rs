@@ -88,6 +88,7 @@ pub(crate) fn transpose_into<T: Copy + Send + Sync + 'static>(src: &[T], r: usiz
 #[target_feature(enable = "avx512f")]
 unsafe fn transpose_16x16_f32(src: *const f32, lds: usize, dst: *mut f32, ldd: usize) {
     use core::arch::x86_64::*;
+    // SAFETY: the caller promises 16 readable rows of 16 at stride `lds`.
     let rows: [__m512; 16] = core::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.add(i * lds)) });
     let mut t = [_mm512_setzero_ps(); 16];
     for p in 0..8 {
@@ -112,6 +113,7 @@ unsafe fn transpose_16x16_f32(src: *const f32, lds: usize, dst: *mut f32, ldd: u
         }
     }
     for i in 0..8 {
+        // SAFETY: the caller promises 16 writable rows of 16 at stride `ldd`; rows i and 8 + i.
         unsafe {
             _mm512_storeu_ps(dst.add(i * ldd), _mm512_shuffle_f32x4::<0x88>(v[i], v[8 + i]));
             _mm512_storeu_ps(dst.add((8 + i) * ldd), _mm512_shuffle_f32x4::<0xdd>(v[i], v[8 + i]));

@@ -121,8 +121,8 @@ pub(crate) fn balanced_row_blocks<I: IndexElem>(ptr: &[I], tasks: usize) -> Vec<
     let mut cuts = vec![0usize];
     let mut last = ptr.first().map_or(0, |v| v.to_i64());
     let max_rows = (m / tasks.max(1)).max(1) * 4;
-    for r in 1..m {
-        let at = ptr[r].to_i64();
+    for (r, p) in ptr.iter().enumerate().take(m).skip(1) {
+        let at = p.to_i64();
         if at.saturating_sub(last) >= target as i64 || r - cuts.last().expect("non-empty") >= max_rows {
             cuts.push(r);
             last = at;

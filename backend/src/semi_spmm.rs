@@ -128,20 +128,27 @@ fn row_slab<T: Real, const FMA: bool, const NT: usize>(words: &[i16], vals: &[T]
     assert!(k0.is_multiple_of(WORD_COLUMNS) && vals.len() >= 2 * groups && words.len() * 4 >= groups && bp.len() >= 4 * groups * NT);
     let (p, v) = (bp.as_ptr(), vals.as_ptr());
     let full = groups / 4;
-    // SAFETY (all unchecked reads): every group g read is below `groups`, so its word and both
-    // values exist, and a nibble's slots are below 4, so panel rows 4g + slot are below 4 groups.
+    // The unchecked reads below rest on the assertion above: every group g read is below
+    // `groups`, so its word and both values exist, and a nibble's slots are below 4, so panel
+    // rows 4g + slot are below 4 groups.
     for w in k0 / WORD_COLUMNS..full {
+        // SAFETY: w < full = groups / 4 <= words.len() (asserted).
         let word = unsafe { *words.get_unchecked(w) } as u16 as usize;
         for q in 0..4 {
             let g = 4 * w + q;
             let nibble = word >> (4 * q);
+            // SAFETY: g < groups, and vals holds 2 * groups values (asserted).
             let (v0, v1) = unsafe { (*v.add(2 * g), *v.add(2 * g + 1)) };
+            // SAFETY: rows 4g + slot < 4 groups of the panel, which holds 4 * groups * NT (asserted).
             unsafe { group_fma::<T, FMA, NT>(p, 4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3), v0, v1, acc) };
         }
     }
     for g in (4 * full).max(k0 / 4)..groups {
+        // SAFETY: g < groups <= 4 * words.len() (asserted), so g / 4 < words.len().
         let nibble = (unsafe { *words.get_unchecked(g / 4) } as u16 as usize) >> (4 * (g % 4));
+        // SAFETY: g < groups, and vals holds 2 * groups values (asserted).
         let (v0, v1) = unsafe { (*v.add(2 * g), *v.add(2 * g + 1)) };
+        // SAFETY: rows 4g + slot < 4 groups of the panel (asserted size).
         unsafe { group_fma::<T, FMA, NT>(p, 4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3), v0, v1, acc) };
     }
 }
@@ -252,16 +259,18 @@ pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &
             16 => block_rows_dispatch::<T, 16>(meta, vals, cols, bp, r0, r1, acc),
             _ => block_rows_dispatch::<T, 8>(meta, vals, cols, bp, r0, r1, acc),
         }
-        // SAFETY (the writes): tasks own disjoint (row block, panel) rectangles of the output.
+        // The writes: tasks own disjoint (row block, panel) rectangles of the `rows * n` output.
         if transposed {
             for t in 0..w {
                 for r in r0..r1 {
+                    // SAFETY: t0 + t < n and r < rows: inside the output, in this task's rectangle.
                     unsafe { dst.at((t0 + t) * rows + r).write(acc[(r - r0) * nt + t]) };
                 }
             }
         } else {
             for r in r0..r1 {
                 for (t, &v) in acc[(r - r0) * nt..][..w].iter().enumerate() {
+                    // SAFETY: r < rows and t0 + t < n: inside the output, in this task's rectangle.
                     unsafe { dst.at(r * n + t0 + t).write(v) };
                 }
             }

@@ -43,6 +43,7 @@ enum Sink<'a, T> {
 /// # Safety
 /// `T` and `U` are the same type.
 unsafe fn cast<T, U>(x: &[T]) -> &[U] {
+    // SAFETY: `T` is `U` (the caller's promise): the same elements under another name.
     unsafe { core::slice::from_raw_parts(x.as_ptr() as *const U, x.len()) }
 }
 
@@ -155,6 +156,7 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
                 let (gp, v) = (g_at(p), v_at(p));
                 let mut d = [_mm512_setzero_ps(); 2];
                 for q in 0..V {
+                    // SAFETY: `gp` starts a checked slice of 16 V elements of G's row.
                     let gq = unsafe { _mm512_loadu_ps(gp.add(16 * q)) };
                     acc[q] = _mm512_fmadd_ps(v, gq, acc[q]);
                     d[q % 2] = _mm512_fmadd_ps(gq, xt[q], d[q % 2]);
@@ -167,6 +169,7 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
                 let (d0, d1, d2, d3) = (entry(p, &mut acc), entry(p + 1, &mut acc), entry(p + 2, &mut acc), entry(p + 3, &mut acc));
                 let sums = crate::spmm::reduce4(d0, d1, d2, d3);
                 let mut four = [0.0f32; 4];
+                // SAFETY: `four` holds the 4 floats stored.
                 unsafe { _mm_storeu_ps(four.as_mut_ptr(), sums) };
                 for (i, v) in four.iter().enumerate() {
                     dots[p - b + i] += v;
@@ -179,6 +182,8 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
             }
             let out = dx[(s - s0) * n + t0..].as_mut_ptr() as *mut f32;
             for (q, a) in acc.iter().enumerate() {
+                // SAFETY: `out` starts at column t0 of this segment's `dx` row (a checked slice
+                // start) and t0 + 16 V <= n, so the 16 V floats stored stay inside the row.
                 unsafe { _mm512_storeu_ps(out.add(16 * q), *a) };
             }
             t0 += 16 * V;
@@ -256,6 +261,7 @@ fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], 
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn segments_f32_avx512_width<I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], sink: Sink<'_, f32>) {
+    // SAFETY: AVX-512F and n a multiple of 64 (the caller's promise), of 128 for V = 8.
     unsafe {
         if n.is_multiple_of(128) {
             segments_f32_avx512::<I, J, 8>(ptr, idx, val, g, x, n, s0, dx, sink)

@@ -33,13 +33,18 @@ pub fn is_sorted(keys: &[u64]) -> bool {
     keys.windows(2).all(|w| w[0] <= w[1])
 }
 
+/// A raw pointer the parallel passes write through at positions each task owns.
 struct SyncPtr<T>(*mut T);
+// SAFETY: it is only written through by `write`, whose callers give each position to one task,
+// so sharing it between threads races on nothing.
 unsafe impl<T> Send for SyncPtr<T> {}
+// SAFETY: as above.
 unsafe impl<T> Sync for SyncPtr<T> {}
 impl<T> SyncPtr<T> {
     /// # Safety
     /// `i` must be in bounds of the allocation and written by one thread only.
     unsafe fn write(&self, i: usize, v: T) {
+        // SAFETY: `i` is inside the allocation and owned by this writer (the caller's promise).
         unsafe { self.0.add(i).write(v) }
     }
 }
