@@ -365,6 +365,16 @@ probe!(
     assert!(layer.check().is_ok());
 });
 
+probe!(
+    /// A graph of 10^12 nodes for `gcn_norm`: its row pointers cannot be had, an `Allocation`
+    /// error; an edge past the nodes is an error naming it.
+    alloc_huge_graph, limit = LIMIT_KB => {
+    let e = sparsegrad::nn::gcn_norm(&[(0, 1)], 1_000_000_000_000, &dev()).unwrap_err();
+    assert!(matches!(e, SparseError::Allocation { .. }), "{e}");
+    let e = sparsegrad::nn::gcn_norm(&[(0, 1), (2, 7)], 4, &dev()).unwrap_err();
+    assert_eq!(e, SparseError::IndexOutOfBounds { component: "edges", dim: 1, position: 1, value: 7, size: 4 });
+});
+
 // ---------------------------------------------------------------------------------------------
 // Finding 8: loaders read untrusted files.
 

@@ -8,6 +8,7 @@ use burn::module::{Module, Param};
 use burn::nn::Initializer;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use sparsegrad_autodiff::matmul::mm;
+use sparsegrad_backend::alloc::try_filled;
 use sparsegrad_backend::{SparseError, SparseTensor};
 
 /// Configuration of a [`GcnConv`] layer.
@@ -59,50 +60,85 @@ impl GcnConv {
     }
 }
 
-/// Sorted neighbour lists of `A + I` for an undirected graph (edges listed once or twice; self
-/// loops and repeats merged).
-fn neighbours_with_self_loops(edges: &[(usize, usize)], n: usize) -> sparsegrad_backend::Result<Vec<Vec<usize>>> {
-    let mut neighbours: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
-    for &(u, v) in edges {
+/// The CSR pattern `(crow, col)` of `A + I` for an undirected graph of `n` nodes (edges listed
+/// once or twice; self loops and repeats merged), columns sorted per row. Memory in the nodes
+/// and edges, reserved fallibly: a node count the machine cannot hold is an `Allocation` error.
+fn pattern_with_self_loops(edges: &[(usize, usize)], n: usize) -> sparsegrad_backend::Result<(Vec<i64>, Vec<i64>)> {
+    for (position, &(u, v)) in edges.iter().enumerate() {
         if u >= n || v >= n {
-            return Err(SparseError::IndexOutOfBounds { component: "edges", dim: usize::from(u < n), position: 0, value: u.max(v) as i64, size: n });
+            let (dim, value) = if u >= n { (0, u) } else { (1, v) };
+            return Err(SparseError::IndexOutOfBounds { component: "edges", dim, position, value: value as i64, size: n });
         }
-        neighbours[u].push(v);
-        neighbours[v].push(u);
     }
-    for list in neighbours.iter_mut() {
-        list.sort_unstable();
-        list.dedup();
+    let too_many = || SparseError::Allocation { bytes: usize::MAX, what: "gcn_norm: the pattern of A + I" };
+    let slots = edges.len().checked_mul(2).and_then(|e| e.checked_add(n)).ok_or_else(too_many)?;
+    let rows = n.checked_add(1).ok_or_else(too_many)?;
+    // Row starts by counting (a self loop and both directions of every edge), then each row's
+    // columns written at its start, sorted and deduplicated in place.
+    let mut start = try_filled(rows, 0usize, "gcn_norm: row pointers")?;
+    for count in start.iter_mut().skip(1) {
+        *count = 1;
     }
-    Ok(neighbours)
+    for &(u, v) in edges {
+        start[u + 1] += 1;
+        start[v + 1] += 1;
+    }
+    for r in 0..n {
+        start[r + 1] += start[r];
+    }
+    let mut col = try_filled(slots, 0i64, "gcn_norm: columns")?;
+    let mut next = start.clone();
+    let mut put = |r: usize, c: usize| {
+        col[next[r]] = c as i64;
+        next[r] += 1;
+    };
+    for r in 0..n {
+        put(r, r);
+    }
+    for &(u, v) in edges {
+        put(u, v);
+        put(v, u);
+    }
+    let mut crow = try_filled(rows, 0i64, "gcn_norm: row pointers")?;
+    let mut kept = 0usize;
+    for r in 0..n {
+        col[start[r]..start[r + 1]].sort_unstable();
+        let mut last = None;
+        for i in start[r]..start[r + 1] {
+            let c = col[i];
+            if last != Some(c) {
+                // `kept <= i`: the compacted prefix stays behind the reads.
+                col[kept] = c;
+                kept += 1;
+                last = Some(c);
+            }
+        }
+        crow[r + 1] = kept as i64;
+    }
+    col.truncate(kept);
+    Ok((crow, col))
 }
 
 /// `A + I` as CSR with unit values (f32, int64 indices): the pattern attention layers use.
 pub fn adjacency_with_self_loops(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
-    let neighbours = neighbours_with_self_loops(edges, n)?;
-    csr_from_lists(&neighbours, |_, _| 1.0, device)
+    let (crow, col) = pattern_with_self_loops(edges, n)?;
+    csr_with_values(crow, col, |_, _| 1.0, device)
 }
 
 /// `D^-1/2 (A + I) D^-1/2` as CSR (f32 values, int64 indices) for an undirected graph of `n`
 /// nodes given by its edges (each listed once or twice; self loops and repeats are merged).
 pub fn gcn_norm(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
-    let neighbours = neighbours_with_self_loops(edges, n)?;
-    let scale: Vec<f64> = neighbours.iter().map(|l| 1.0 / (l.len() as f64).sqrt()).collect();
-    csr_from_lists(&neighbours, |i, j| (scale[i] * scale[j]) as f32, device)
+    let (crow, col) = pattern_with_self_loops(edges, n)?;
+    let scale: Vec<f64> = crow.windows(2).map(|w| 1.0 / ((w[1] - w[0]) as f64).sqrt()).collect();
+    csr_with_values(crow, col, |i, j| (scale[i] * scale[j]) as f32, device)
 }
 
-/// A square CSR tensor from sorted neighbour lists with `value(i, j)` at each entry.
-fn csr_from_lists(neighbours: &[Vec<usize>], value: impl Fn(usize, usize) -> f32, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
-    let n = neighbours.len();
-    let mut crow = Vec::with_capacity(n + 1);
-    let (mut col, mut val) = (Vec::new(), Vec::new());
-    crow.push(0i64);
-    for (i, list) in neighbours.iter().enumerate() {
-        for &j in list {
-            col.push(j as i64);
-            val.push(value(i, j));
-        }
-        crow.push(col.len() as i64);
+/// A square CSR tensor of the pattern `(crow, col)` with `value(i, j)` at each entry.
+fn csr_with_values(crow: Vec<i64>, col: Vec<i64>, value: impl Fn(usize, usize) -> f32, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
+    let n = crow.len() - 1;
+    let mut val = Vec::with_capacity(col.len());
+    for i in 0..n {
+        val.extend(col[crow[i] as usize..crow[i + 1] as usize].iter().map(|&j| value(i, j as usize)));
     }
     let nnz = col.len();
     let crow = Tensor::<1, Int>::from_data(TensorData::new(crow, [n + 1]), (device, DType::I64));
