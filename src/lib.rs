@@ -20,6 +20,8 @@
 
 pub use sparsegrad_autodiff as autodiff;
 pub use sparsegrad_backend as backend;
+/// The host kernels, without burn: the validated pattern type, index algebra, the products.
+pub use sparsegrad_kernels as kernels;
 pub use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 pub use sparsegrad_backend::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
 

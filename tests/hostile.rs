@@ -15,8 +15,8 @@ mod common_ops;
 use burn::module::{Param, ParamId};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use common_ops::{ad, dev, floats, ints, Rng};
-use sparsegrad::backend::pattern::CsrPattern;
-use sparsegrad::backend::spmm;
+use sparsegrad::kernels::pattern::CsrPattern;
+use sparsegrad::kernels::{sddmm::sddmm, spmm::spmm};
 use sparsegrad::nn::{MnistSplit, Planetoid, SparseLinearConfig};
 use sparsegrad::prelude::*;
 use sparsegrad::sparse as sp;
@@ -162,9 +162,9 @@ probe!(
     // A checked pattern with operands of the wrong size is a panic naming them, not a read
     // outside them.
     let p = CsrPattern::new(&[0i64, 1, 2], &[0i64, 1], 2).unwrap();
-    let message = panic_message(|| drop(spmm::spmm(p, &[1.0f32, 2.0], &[1.0; 3], 2))).expect("short X panics");
+    let message = panic_message(|| drop(spmm(p, &[1.0f32, 2.0], &[1.0; 3], 2))).expect("short X panics");
     assert!(message.contains("spmm: X is [k, n] = [2, 2]"), "{message}");
-    let message = panic_message(|| drop(spmm::sddmm(p, &[1.0f32; 4], &[1.0; 3], 2))).expect("short b panics");
+    let message = panic_message(|| drop(sddmm(p, &[1.0f32; 4], &[1.0; 3], 2))).expect("short b panics");
     assert!(message.contains("sddmm: b is [k, d]"), "{message}");
 });
 

@@ -139,7 +139,7 @@ fn round_trips_for_every_dtype() {
     // Row lengths with a partial metadata word (20, 36) and whole words (64).
     for (rows, cols) in [(5, 20), (33, 64), (2, 36), (0, 8), (3, 0)] {
         for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
-            let pattern = SemiPattern::for_dtype(dtype).unwrap();
+            let pattern = sparsegrad::backend::semi_structured::semi_pattern_for(dtype).unwrap();
             let d = patterned(rows, cols, pattern, &mut rng);
             let t = dense(&d, [rows, cols], dtype, &device);
             let s = to_sparse_semi_structured(t.clone()).unwrap();

@@ -1,15 +1,16 @@
 //! sparsegrad-autodiff: differentiable sparse ops with sparse backward rules, and `gradcheck`.
 //!
 //! The conversions of the backend differentiate through burn's own autodiff (they move values
-//! with burn ops); the fused kernels get their rules here: `products` holds the two
-//! differentiable primitives (SpMM and SDDMM, each the other's gradient), `matmul` the
-//! torch-named functions built on them, `gradcheck` the numerical checker,
-//! `semi_structured` the differentiable products with 2:4 matrices.
+//! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
+//! beside it: `spmm` and `sddmm` (each the other's gradient), `softmax` (segment softmax), and
+//! `semi_structured` (the products with 2:4 matrices); `matmul` holds the torch-named functions
+//! built on the products, `gradcheck` the numerical checker.
 
 pub mod gradcheck;
 pub mod matmul;
-pub mod products;
+pub mod sddmm;
 pub mod semi_structured;
 pub mod softmax;
+pub mod spmm;
 
 pub use gradcheck::{gradcheck, GradInput, GradcheckError, GradcheckOptions, GradcheckReport, Mismatch};

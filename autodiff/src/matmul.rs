@@ -17,7 +17,8 @@
 //! result is sized with checked arithmetic and probed before the kernels allocate it, so an
 //! impossible one is an `Allocation` error, not an abort.
 
-use crate::products::SparseMatmul;
+use crate::sddmm::SparseSddmm;
+use crate::spmm::SparseSpmm;
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 use sparsegrad_backend::algebra::sort::coalesce_plan;
@@ -27,6 +28,8 @@ use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::{gather_rows, scatter_add_rows};
 use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int};
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
+use sparsegrad_kernels::pattern::TransposeCell;
+use std::sync::Arc;
 
 /// A sparse operand as a CSR pattern (`rows x cols`) with values, used as is or transposed.
 /// Built only by [`csr_of`] and [`block_diagonal`], from checked tensors: its pattern is valid,
@@ -38,6 +41,8 @@ struct Csr {
     cols: usize,
     /// The operand is the transpose of the pattern (a CSC tensor's arrays).
     transposed: bool,
+    /// The pattern's transposed-view cache (its tensor's, shared by the tensor's clones).
+    cell: Arc<TransposeCell>,
 }
 
 fn invalid(operation: &'static str, message: String) -> SparseError {
@@ -72,6 +77,7 @@ fn csr_of(a: &SparseTensor<2>, operation: &'static str) -> Result<Csr> {
         values: reshape(s.values_flat(), [nnz]),
         cols: pattern_cols,
         transposed,
+        cell: s.transpose_cell().expect("compressed layout"),
     })
 }
 
@@ -88,13 +94,14 @@ fn spmm(operation: &'static str, c: &Csr, x: Tensor<2>, transpose: bool) -> Resu
     // SAFETY: `c` is a `Csr`, built from a checked tensor (its type's invariant): a valid pattern
     // `[rows, cols]`; `x` was checked above to be the operand the product reads.
     Ok(Tensor::from_dispatch(unsafe {
-        <Dispatch as SparseMatmul>::sparse_spmm(
+        <Dispatch as SparseSpmm>::sparse_spmm(
             c.crow.clone().into_dispatch(),
             c.col.clone().into_dispatch(),
             c.values.clone().into_dispatch(),
             x.into_dispatch(),
             transpose,
             c.cols,
+            c.cell.clone(),
         )
     }))
 }
@@ -107,7 +114,7 @@ fn sddmm(c: &Csr, a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
     // SAFETY: `c` is a `Csr`, a valid pattern `[rows, cols]` (its type's invariant), and the
     // operands' shapes were checked above.
     Tensor::from_dispatch(unsafe {
-        <Dispatch as SparseMatmul>::sparse_sddmm(c.crow.clone().into_dispatch(), c.col.clone().into_dispatch(), a.into_dispatch(), b.into_dispatch())
+        <Dispatch as SparseSddmm>::sparse_sddmm(c.crow.clone().into_dispatch(), c.col.clone().into_dispatch(), a.into_dispatch(), b.into_dispatch(), c.cell.clone())
     })
 }
 
@@ -249,6 +256,7 @@ fn block_diagonal<const D: usize>(s: &SparseTensor<D>, operation: &'static str) 
         values: reshape(s.values_flat(), [total_nnz]),
         cols: total_cols,
         transposed: false,
+        cell: Arc::new(TransposeCell::new()),
     })
 }
 
@@ -284,7 +292,7 @@ pub fn try_sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D
         s.check_invariants()?;
         let (c, p) = s.compressed_indices_flat().expect("csr");
         let nnz = s.nnz();
-        Csr { crow: reshape_int(c, [m + 1]), col: reshape_int(p, [nnz]), values: reshape(s.values_flat(), [nnz]), cols: n, transposed: false }
+        Csr { crow: reshape_int(c, [m + 1]), col: reshape_int(p, [nnz]), values: reshape(s.values_flat(), [nnz]), cols: n, transposed: false, cell: s.transpose_cell().expect("csr") }
     };
     let a = reshape(mat1, [batch * m, k]);
     // For a matrix the transposed view goes to the kernel as is (its host side transposes it in

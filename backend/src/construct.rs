@@ -121,8 +121,12 @@ impl<const D: usize> SparseTensor<D> {
     /// tensors or the shape change (see [`PatternMemo`]), with the same errors as `csr`.
     pub fn csr_with_memo<const V: usize>(crow: Tensor<1, Int>, col: Tensor<1, Int>, values: Tensor<V>, shape: [usize; D], memo: &PatternMemo<1>) -> Result<Self> {
         let s = Self::compressed_structure(crow.clone(), col.clone(), values, shape, Layout::Csr)?;
-        memo.check_once(&[&crow, &col], &shape, || s.check_compressed_contents())?;
-        Ok(Self { trust: Trust::Checked, ..s })
+        let cell = memo.check_once(&[&crow, &col], &shape, || s.check_compressed_contents())?;
+        let indices = match s.indices {
+            Indices::Compressed { compressed, plain, .. } => Indices::Compressed { compressed, plain, transposed: cell },
+            coo => coo,
+        };
+        Ok(Self { trust: Trust::Checked, indices, ..s })
     }
 
     /// torch's `sparse_csc_tensor(ccol_indices, row_indices, values, size)`.
@@ -234,6 +238,7 @@ impl<const D: usize> SparseTensor<D> {
             indices: Indices::Compressed {
                 compressed: reshape_int(compressed, [batch_numel, n_comp + 1]),
                 plain: reshape_int(plain, [batch_numel, nse]),
+                transposed: Default::default(),
             },
             coalesced: true,
             trust: Trust::unchecked(),
@@ -256,7 +261,7 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     fn check_compressed_contents(&self) -> Result<()> {
-        let Indices::Compressed { compressed, plain } = &self.indices else { return Ok(()) };
+        let Indices::Compressed { compressed, plain, .. } = &self.indices else { return Ok(()) };
         let (cname, pname) = self.layout.index_names();
         let plain_dim = if self.layout.compresses_rows() { self.batch_dim + 1 } else { self.batch_dim };
         let names = CompressedNames { compressed: cname, plain: pname, plain_dim };

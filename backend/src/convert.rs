@@ -43,7 +43,7 @@ impl<const D: usize> SparseTensor<D> {
                 let keys = with_ints(indices, |s| match_ints!(s, i => keys::linear_keys(i, nse, &sizes)));
                 Ok(Entries { sizes, keys, values: self.values.clone(), sorted_unique: self.coalesced })
             }
-            Indices::Compressed { compressed, plain } => {
+            Indices::Compressed { compressed, plain, .. } => {
                 let b = self.batch_dim;
                 let sizes = self.shape[..b + 2].to_vec();
                 let (rows, cols) = (sizes[b] as u64, sizes[b + 1] as u64);
@@ -249,7 +249,7 @@ impl<const D: usize> SparseTensor<D> {
             layout: Layout::Csr,
             batch_dim: 0,
             blocksize: None,
-            indices: Indices::Compressed { compressed: try_int_tensor(compressed, [1, m + 1], dtype, &self.device())?, plain },
+            indices: Indices::Compressed { compressed: try_int_tensor(compressed, [1, m + 1], dtype, &self.device())?, plain, transposed: Default::default() },
             ..self.clone()
         })
     }
@@ -325,6 +325,7 @@ impl<const D: usize> SparseTensor<D> {
             indices: Indices::Compressed {
                 compressed: try_int_tensor(compressed, [batch, n_comp + 1], dtype, &device)?,
                 plain: int_tensor(plain, [batch, nse], dtype, &device),
+                transposed: Default::default(),
             },
             values,
             coalesced: true,
@@ -478,6 +479,7 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
         indices: Indices::Compressed {
             compressed: int_tensor(compressed, [batch, n_comp + 1], spec.index_dtype, &device),
             plain: int_tensor(plain, [batch, nse], spec.index_dtype, &device),
+            transposed: Default::default(),
         },
         values,
         coalesced: true,
@@ -543,6 +545,7 @@ fn untracked_csr<const D: usize>(
         indices: Indices::Compressed {
             compressed: int_tensor(compressed, [batch, rows + 1], index_dtype, &device),
             plain: int_tensor(col, [batch, nse], index_dtype, &device),
+            transposed: Default::default(),
         },
         values,
         coalesced: true,

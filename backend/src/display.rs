@@ -196,7 +196,7 @@ impl<const D: usize> fmt::Display for SparseTensor<D> {
                 let v = tensor_body(&values, &vshape, false, INDENT + vp.len());
                 (format!("tensor({ip}{i}),\n{pad}{vp}{v})"), true)
             }
-            Indices::Compressed { compressed, plain } => {
+            Indices::Compressed { compressed, plain, .. } => {
                 let (cname, pname) = self.layout.index_names();
                 let (cp, pp, vp) = (format!("{cname}=tensor("), format!("{pname}=tensor("), "values=tensor(");
                 let mut cshape = batch.to_vec();

@@ -9,20 +9,21 @@
 //! - [`SparseError`] (`error`): what is wrong and where.
 
 pub mod algebra;
-pub mod alloc;
+pub use sparsegrad_kernels::alloc;
 pub mod cat;
 pub mod construct;
 pub mod convert;
 mod display;
 pub mod elementwise;
-pub mod error;
+pub use sparsegrad_kernels::error;
 mod flex;
 pub mod host;
-pub mod layout;
+pub use sparsegrad_kernels::layout;
 pub mod memo;
 pub mod movement;
-pub mod pattern;
+pub use sparsegrad_kernels::pattern;
 pub mod reduce;
+pub mod sddmm;
 pub mod select;
 pub mod semi_spmm;
 pub mod semi_structured;
@@ -30,7 +31,6 @@ pub mod shape;
 pub mod softmax;
 pub mod spdiags;
 pub mod spmm;
-pub mod spmm_backward;
 pub mod tensor;
 pub mod to_sparse;
 pub mod transpose;

@@ -8,11 +8,13 @@
 //! check (with the shape they were checked against) and recognises them by storage identity
 //! ([`same_int_storage`]): a backend never writes a buffer two live tensors share, so the same
 //! storage seen again holds the same, checked, values. Where the backend cannot tell, every
-//! call checks again.
+//! call checks again. The memo also keeps the pattern's transposed-view cache, so the weights
+//! built from one pattern share one transpose.
 
 use crate::error::Result;
 use crate::host::same_int_storage;
 use burn::tensor::{Int, Tensor};
+use sparsegrad_kernels::pattern::TransposeCell;
 use std::sync::{Arc, Mutex};
 
 /// The index tensors (rank `D`) of the last pattern that passed a check, and the key (shape,
@@ -26,6 +28,9 @@ pub struct PatternMemo<const D: usize> {
 struct Seen<const D: usize> {
     tensors: Vec<Tensor<D, Int>>,
     key: Vec<usize>,
+    /// The transposed view of the pattern the tensors hold, shared by every weight built from
+    /// them: a layer's backward passes transpose its pattern once.
+    transposed: Arc<TransposeCell>,
 }
 
 impl<const D: usize> PatternMemo<D> {
@@ -34,19 +39,20 @@ impl<const D: usize> PatternMemo<D> {
         Self::default()
     }
 
-    /// `Ok` when `tensors` are the storage last checked for `key`; else runs `check` and, when
-    /// it passes, remembers them.
-    pub(crate) fn check_once(&self, tensors: &[&Tensor<D, Int>], key: &[usize], check: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// The pattern's transposed-view cache when `tensors` are the storage last checked for
+    /// `key`; else runs `check` and, when it passes, remembers them with a new cache.
+    pub(crate) fn check_once(&self, tensors: &[&Tensor<D, Int>], key: &[usize], check: impl FnOnce() -> Result<()>) -> Result<Arc<TransposeCell>> {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = seen.as_ref() {
             let same = s.key == key && s.tensors.len() == tensors.len() && s.tensors.iter().zip(tensors).all(|(a, b)| same_int_storage(a, b));
             if same {
-                return Ok(());
+                return Ok(s.transposed.clone());
             }
         }
         check()?;
-        *seen = Some(Seen { tensors: tensors.iter().map(|&t| t.clone()).collect(), key: key.to_vec() });
-        Ok(())
+        let transposed = Arc::new(TransposeCell::new());
+        *seen = Some(Seen { tensors: tensors.iter().map(|&t| t.clone()).collect(), key: key.to_vec(), transposed: transposed.clone() });
+        Ok(transposed)
     }
 }
 

@@ -14,6 +14,7 @@
 //! kernels) and in `sparsegrad-autodiff` (the differentiable ops).
 
 use crate::host::{with_floats, with_ints};
+pub use sparsegrad_kernels::semi::{compress_mask, kept_columns, slot, validate_metadata, SemiPattern, WORD_COLUMNS};
 use crate::memo::PatternMemo;
 use crate::util::int_tensor;
 use crate::{Result, SparseError};
@@ -21,32 +22,12 @@ use burn::tensor::kind::Basic;
 use burn::tensor::{DType, Device, Float, Int, Tensor, TensorData};
 use burn::tensor::IndexingUpdateOp;
 
-/// Which elements of a group of four a row may keep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SemiPattern {
-    /// Any two of every four consecutive elements (torch's rule for f16, bf16 and i8).
-    TwoFour,
-    /// One of every two consecutive elements (torch's rule for f32): a 2:4 group with one kept
-    /// element in each half.
-    OneTwo,
-}
-
-impl SemiPattern {
-    /// torch's pattern for a dtype: 2:4 for 16- and 8-bit types, 1:2 for 32- and 64-bit floats.
-    pub fn for_dtype(dtype: DType) -> Result<Self> {
-        match dtype {
-            DType::F16 | DType::BF16 | DType::I8 => Ok(SemiPattern::TwoFour),
-            DType::F32 | DType::F64 => Ok(SemiPattern::OneTwo),
-            other => Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{other:?}") }),
-        }
-    }
-
-    /// `"2:4"` or `"1:2"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            SemiPattern::TwoFour => "2:4",
-            SemiPattern::OneTwo => "1:2",
-        }
+/// torch's pattern for a dtype: 2:4 for 16- and 8-bit types, 1:2 for 32- and 64-bit floats.
+pub fn semi_pattern_for(dtype: DType) -> Result<SemiPattern> {
+    match dtype {
+        DType::F16 | DType::BF16 | DType::I8 => Ok(SemiPattern::TwoFour),
+        DType::F32 | DType::F64 => Ok(SemiPattern::OneTwo),
+        other => Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{other:?}") }),
     }
 }
 
@@ -88,9 +69,6 @@ impl SemiKind for Int {
     const INTEGER: bool = true;
 }
 
-/// Columns per metadata word (four groups of four).
-pub const WORD_COLUMNS: usize = 16;
-
 /// A 2-D tensor with 2:4 (or 1:2) semi-structured sparsity along its rows.
 ///
 /// `values` and `metadata` describe the stored matrix `[rows, cols]`; `t()` flips a flag, so the
@@ -109,105 +87,8 @@ pub struct SemiStructuredTensor<K: SemiKind = Float> {
 /// and f64). Errors name the first row and group that holds too many non-zeros, a row length
 /// that is not a whole number of groups, or an unsupported dtype.
 pub fn to_sparse_semi_structured<K: SemiKind>(dense: Tensor<2, K>) -> Result<SemiStructuredTensor<K>> {
-    let pattern = SemiPattern::for_dtype(dense.dtype())?;
+    let pattern = semi_pattern_for(dense.dtype())?;
     SemiStructuredTensor::from_dense(dense, pattern)
-}
-
-/// The positions kept in one group of four (ascending), or the violation.
-fn group_slots(nz: &[bool], pattern: SemiPattern, row: usize, column: usize) -> Result<[usize; 2]> {
-    let violation = |column, nonzeros| SparseError::PatternViolation { pattern: pattern.name(), row, column, nonzeros };
-    match pattern {
-        SemiPattern::TwoFour => {
-            let set: Vec<usize> = (0..4).filter(|&i| nz[i]).collect();
-            match set.as_slice() {
-                [] => Ok([0, 1]),
-                // One non-zero: keep it and the lowest other slot, in order.
-                &[p] => Ok(if p == 0 { [0, 1] } else { [0, p] }),
-                &[a, b] => Ok([a, b]),
-                _ => Err(violation(column, set.len())),
-            }
-        }
-        SemiPattern::OneTwo => {
-            if nz[0] && nz[1] {
-                return Err(violation(column, 2));
-            }
-            if nz[2] && nz[3] {
-                return Err(violation(column + 2, 2));
-            }
-            Ok([usize::from(nz[1]), 2 + usize::from(nz[3])])
-        }
-    }
-}
-
-/// Metadata words (`[rows, ceil(cols / 16)]`) and the kept columns (`[rows, cols / 2]`) of a
-/// row-major non-zero mask.
-pub fn compress_mask(nz: &[bool], rows: usize, cols: usize, pattern: SemiPattern) -> Result<(Vec<i16>, Vec<i64>)> {
-    let words = cols.div_ceil(WORD_COLUMNS);
-    let mut meta = vec![0i16; rows * words];
-    let mut kept = Vec::with_capacity(rows * cols / 2);
-    for r in 0..rows {
-        for g in 0..cols / 4 {
-            let c = 4 * g;
-            let [a, b] = group_slots(&nz[r * cols + c..r * cols + c + 4], pattern, r, c)?;
-            let nibble = (a | b << 2) as u16;
-            let w = &mut meta[r * words + g / 4];
-            *w = (*w as u16 | nibble << (4 * (g % 4))) as i16;
-            kept.push((c + a) as i64);
-            kept.push((c + b) as i64);
-        }
-    }
-    Ok((meta, kept))
-}
-
-/// The slot (0..4) of the `j`-th kept value of a row, from its metadata words.
-#[inline(always)]
-pub fn slot(words: &[i16], j: usize) -> usize {
-    let g = j / 2;
-    let nibble = (words[g / 4] as u16 >> (4 * (g % 4))) & 0xF;
-    (if j.is_multiple_of(2) { nibble & 3 } else { nibble >> 2 }) as usize
-}
-
-/// The kept columns `[rows, cols / 2]` (row-major) decoded from metadata words.
-pub fn kept_columns(meta: &[i16], rows: usize, cols: usize) -> Vec<i64> {
-    let words = cols.div_ceil(WORD_COLUMNS);
-    let half = cols / 2;
-    let mut out = Vec::with_capacity(rows * half);
-    for r in 0..rows {
-        let w = &meta[r * words..(r + 1) * words];
-        out.extend((0..half).map(|j| (4 * (j / 2) + slot(w, j)) as i64));
-    }
-    out
-}
-
-/// Checks that metadata words describe valid groups of `pattern` (slots ascending, 1:2 slots in
-/// their halves, unused nibbles zero).
-fn validate_metadata(meta: &[i16], rows: usize, cols: usize, pattern: SemiPattern) -> Result<()> {
-    let words = cols.div_ceil(WORD_COLUMNS);
-    for r in 0..rows {
-        let w = &meta[r * words..(r + 1) * words];
-        for g in 0..cols / 4 {
-            let (a, b) = (slot(w, 2 * g), slot(w, 2 * g + 1));
-            let ok = match pattern {
-                SemiPattern::TwoFour => a < b,
-                SemiPattern::OneTwo => a < 2 && b >= 2,
-            };
-            if !ok {
-                return Err(SparseError::InvalidArgument {
-                    operation: "SemiStructuredTensor::from_parts",
-                    message: format!("metadata row {r}, group {g} (columns {}..{}): slots {a} and {b} are not a {} group", 4 * g, 4 * g + 3, pattern.name()),
-                });
-            }
-        }
-        for g in cols / 4..words * 4 {
-            if (w[g / 4] as u16 >> (4 * (g % 4))) & 0xF != 0 {
-                return Err(SparseError::InvalidArgument {
-                    operation: "SemiStructuredTensor::from_parts",
-                    message: format!("metadata row {r}: bits set past the last group (column {})", cols),
-                });
-            }
-        }
-    }
-    Ok(())
 }
 
 fn shape_error(operation: &'static str, message: String) -> SparseError {
@@ -272,7 +153,7 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         }
         let key = [cols, pattern as usize];
         let mut checked = None;
-        memo.check_once(&[&metadata], &key, || {
+        let _transposed = memo.check_once(&[&metadata], &key, || {
             checked = Some(Self::from_parts(values.clone(), metadata.clone(), cols, pattern)?);
             Ok(())
         })?;
@@ -400,29 +281,4 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
 /// The `i16` metadata tensor of a tensor `[rows, cols]`.
 fn metadata_tensor(meta: Vec<i16>, rows: usize, cols: usize, device: &Device) -> Tensor<2, Int> {
     Tensor::from_data(TensorData::new(meta, [rows, cols.div_ceil(WORD_COLUMNS)]), (device, DType::I16))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn torch_metadata_word_for_0011() {
-        let nz: Vec<bool> = [false, false, true, true].repeat(4);
-        let (meta, kept) = compress_mask(&nz, 1, 16, SemiPattern::TwoFour).unwrap();
-        assert_eq!(meta, vec![-4370i16]);
-        assert_eq!(kept, vec![2, 3, 6, 7, 10, 11, 14, 15]);
-        assert_eq!(kept_columns(&meta, 1, 16), kept);
-    }
-
-    #[test]
-    fn one_two_keeps_one_per_pair() {
-        let nz = [true, true, false, false];
-        let err = compress_mask(&nz, 1, 4, SemiPattern::OneTwo).unwrap_err();
-        assert_eq!(err, SparseError::PatternViolation { pattern: "1:2", row: 0, column: 0, nonzeros: 2 });
-        assert!(compress_mask(&nz, 1, 4, SemiPattern::TwoFour).is_ok());
-        let (meta, kept) = compress_mask(&[false, true, false, true], 1, 4, SemiPattern::OneTwo).unwrap();
-        assert_eq!(kept, vec![1, 3]);
-        assert_eq!(meta, vec![0b1101]);
-    }
 }

@@ -19,6 +19,7 @@ use crate::error::{Result, SparseError};
 use crate::layout::Layout;
 use crate::util::{numel, reshape, reshape_int};
 use burn::tensor::{DType, Device, Int, Tensor};
+use sparsegrad_kernels::pattern::TransposeCell;
 use std::sync::{Arc, OnceLock};
 
 /// Index components of a sparse tensor.
@@ -26,8 +27,9 @@ use std::sync::{Arc, OnceLock};
 pub(crate) enum Indices {
     /// `[sparse_dim, nse]`.
     Coo(Tensor<2, Int>),
-    /// `[batch, n_compressed + 1]` and `[batch, nse]`.
-    Compressed { compressed: Tensor<2, Int>, plain: Tensor<2, Int> },
+    /// `[batch, n_compressed + 1]` and `[batch, nse]`, with the cache of the pattern's
+    /// transposed view (the products' `Aᵀ`, computed once and shared by every clone).
+    Compressed { compressed: Tensor<2, Int>, plain: Tensor<2, Int>, transposed: Arc<TransposeCell> },
 }
 
 /// Whether a tensor's index contents are known to satisfy its layout's invariants.
@@ -144,7 +146,7 @@ impl<const D: usize> SparseTensor<D> {
     pub fn memory_bytes(&self) -> usize {
         let index = match &self.indices {
             Indices::Coo(i) => i.shape().num_elements(),
-            Indices::Compressed { compressed, plain } => {
+            Indices::Compressed { compressed, plain, .. } => {
                 compressed.shape().num_elements() + plain.shape().num_elements()
             }
         } * self.index_dtype().size();
@@ -222,7 +224,7 @@ impl<const D: usize> SparseTensor<D> {
 
     fn compressed_parts(&self, operation: &'static str, rows: bool) -> Result<(&Tensor<2, Int>, &Tensor<2, Int>)> {
         match &self.indices {
-            Indices::Compressed { compressed, plain } if self.layout.compresses_rows() == rows => {
+            Indices::Compressed { compressed, plain, .. } if self.layout.compresses_rows() == rows => {
                 Ok((compressed, plain))
             }
             _ => Err(SparseError::UnsupportedLayout { operation, layout: self.layout.name() }),
@@ -270,7 +272,16 @@ impl<const D: usize> SparseTensor<D> {
     /// (not checked: see [`Self::check_invariants`]).
     pub fn compressed_indices_flat(&self) -> Option<(Tensor<2, Int>, Tensor<2, Int>)> {
         match &self.indices {
-            Indices::Compressed { compressed, plain } => Some((compressed.clone(), plain.clone())),
+            Indices::Compressed { compressed, plain, .. } => Some((compressed.clone(), plain.clone())),
+            Indices::Coo(_) => None,
+        }
+    }
+
+    /// The cache of the compressed pattern's transposed view, shared by every clone of the
+    /// pattern (the products read `Aᵀ` from it); `None` for COO.
+    pub fn transpose_cell(&self) -> Option<Arc<TransposeCell>> {
+        match &self.indices {
+            Indices::Compressed { transposed, .. } => Some(transposed.clone()),
             Indices::Coo(_) => None,
         }
     }

@@ -11,10 +11,10 @@
 use crate::indices::{with_csr, with_index, CsrIndices, IndexVec};
 use crate::tensor::{CooPattern, CsrPattern, Pattern, SparseTensor};
 use candle_core::{DType, Result, Tensor};
-use sparsegrad_backend::algebra::compress::{compress_sorted, expand};
-use sparsegrad_backend::algebra::keys::linear_keys;
-use sparsegrad_backend::algebra::IndexElem;
-use sparsegrad_backend::algebra::sort::coalesce_plan;
+use sparsegrad_kernels::algebra::compress::{compress_sorted, expand};
+use sparsegrad_kernels::algebra::keys::linear_keys;
+use sparsegrad_kernels::algebra::IndexElem;
+use sparsegrad_kernels::algebra::sort::coalesce_plan;
 use std::sync::Arc;
 
 /// How a COO pattern becomes coalesced and CSR.
@@ -56,7 +56,7 @@ fn plan(p: &CooPattern) -> Result<&CooPlan> {
     Ok(p.plan.get().expect("set above"))
 }
 
-fn make_plan(p: &CooPattern) -> sparsegrad_backend::Result<CooPlan> {
+fn make_plan(p: &CooPattern) -> sparsegrad_kernels::Result<CooPlan> {
     {
         let (nnz, sizes) = (p.nnz(), [p.rows, p.cols]);
         let keys = with_index!(&p.indices, s => linear_keys(s, nnz, &sizes));

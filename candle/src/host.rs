@@ -5,8 +5,8 @@
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Error, Layout, Result, WithDType};
-use sparsegrad_backend::softmax::SoftmaxReal;
-use sparsegrad_backend::spmm::Real;
+use sparsegrad_kernels::softmax::SoftmaxReal;
+use sparsegrad_kernels::real::Real;
 
 /// A value type the product and softmax kernels both compute in (f32, f64).
 pub(crate) trait Float: Real + SoftmaxReal + WithDType {}

@@ -8,11 +8,11 @@
 //! when every dimension fits int32). A CSR pattern keeps both of its arrays in one type
 //! ([`CsrIndices`]), so a kernel call dispatches over two cases, not four.
 
-use burn::tensor::DType as IndexDtype;
 use candle_core::{DType, Device, Tensor};
-use sparsegrad_backend::algebra::validate::check_shape;
-use sparsegrad_backend::algebra::IndexElem;
-use sparsegrad_backend::{Result, SparseError};
+use sparsegrad_kernels::algebra::validate::check_shape;
+use sparsegrad_kernels::IndexType;
+use sparsegrad_kernels::algebra::IndexElem;
+use sparsegrad_kernels::{Result, SparseError};
 
 /// A flat index buffer (COO indices, `[2, nnz]` row-major).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,12 +147,12 @@ fn widen(v: IndexVec) -> Vec<i64> {
     }
 }
 
-/// The burn dtype whose rules (Julia's `check_Ti`: every dimension fits) apply to a buffer.
-pub(crate) fn rule_dtype(dtype: DType) -> IndexDtype {
+/// The index type whose rules (Julia's `check_Ti`: every dimension fits) apply to a buffer.
+pub(crate) fn rule_dtype(dtype: DType) -> IndexType {
     if dtype == DType::I32 {
-        IndexDtype::I32
+        IndexType::I32
     } else {
-        IndexDtype::I64
+        IndexType::I64
     }
 }
 
@@ -191,19 +191,19 @@ pub(crate) fn read_indices(component: &'static str, t: &Tensor, shape: &[usize])
     let flat = t.flatten_all().map_err(read_err)?;
     match t.dtype() {
         DType::I64 => {
-            check_shape(shape, IndexDtype::I64)?;
+            check_shape(shape, IndexType::I64)?;
             Ok(Unchecked { values: IndexVec::I64(flat.to_vec1().map_err(read_err)?), store_as: DType::I64 })
         }
         DType::I32 => {
-            check_shape(shape, IndexDtype::I32)?;
+            check_shape(shape, IndexType::I32)?;
             Ok(Unchecked { values: IndexVec::I32(flat.to_vec1().map_err(read_err)?), store_as: DType::I32 })
         }
         DType::U32 => {
             let wide: Vec<i64> = flat.to_vec1::<u32>().map_err(read_err)?.into_iter().map(i64::from).collect();
-            let store_as = if check_shape(shape, IndexDtype::I32).is_ok() {
+            let store_as = if check_shape(shape, IndexType::I32).is_ok() {
                 DType::I32
             } else {
-                check_shape(shape, IndexDtype::I64)?;
+                check_shape(shape, IndexType::I64)?;
                 DType::I64
             };
             Ok(Unchecked { values: IndexVec::I64(wide), store_as })

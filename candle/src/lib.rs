@@ -39,5 +39,5 @@ pub mod tensor;
 pub use candle_core;
 pub use matmul::{addmm, mm, sampled_addmm};
 pub use softmax::{log_softmax, softmax};
-pub use sparsegrad_backend::{Layout, SparseError};
+pub use sparsegrad_kernels::{Layout, SparseError};
 pub use tensor::SparseTensor;

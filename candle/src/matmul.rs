@@ -1,6 +1,6 @@
 //! The matmul family for candle (torch names): [`mm`] (sparse @ dense), [`addmm`] and
 //! [`sampled_addmm`], on two custom ops that pair each forward with its backward rule, as the
-//! burn side's `sparsegrad_autodiff::products` does — and differentiate each other:
+//! burn side's `sparsegrad_autodiff::{spmm, sddmm}` do — and differentiate each other:
 //!
 //! - `Spmm`: `A · X` (or `Aᵀ · X`), `A` the held CSR pattern, its values the first operand.
 //!   d/dvalues is the SDDMM of the output gradient and `X` over the pattern (masked semantics:
@@ -8,7 +8,7 @@
 //! - `Sddmm`: `out[j] = a[row j] · b[col j]` on the pattern. d/da is `P_g · b`, d/db is
 //!   `P_gᵀ · a`, `P_g` the pattern carrying the output gradient.
 //!
-//! `cpu_fwd` runs the backend's host kernels (`sparsegrad_backend::spmm`) on candle's storage
+//! `cpu_fwd` runs the host kernels (`sparsegrad_kernels::{spmm, sddmm}`) on candle's storage
 //! without copying it; `Aᵀ · G` reads the values through the pattern's CSC view, built once and
 //! kept with the pattern. `addmm` and `sampled_addmm` scale and add with candle's ops around
 //! them, so candle differentiates those parts. A COO operand is converted to CSR first
@@ -19,8 +19,9 @@
 use crate::host::{data, float_dtype, shape_error, Float};
 use crate::tensor::{with_structure, CsrPattern, Pattern, SparseTensor};
 use candle_core::{CpuStorage, CustomOp2, DType, Error, Layout, Result, Shape, Tensor};
-use sparsegrad_backend::spmm::{sddmm, spmm, spmm_t_with};
-use sparsegrad_backend::SparseError;
+use sparsegrad_kernels::sddmm::sddmm;
+use sparsegrad_kernels::spmm::{spmm, spmm_t_with};
+use sparsegrad_kernels::SparseError;
 use std::sync::Arc;
 
 /// `A · X` (`transpose = false`: `X [cols, n]`, result `[rows, n]`) or `Aᵀ · X` (`X [rows, n]`,

@@ -4,7 +4,7 @@
 //! first: repeats are one element).
 //!
 //! One custom op pair on the held CSR pattern, the burn side's rule (`sparsegrad_autodiff::
-//! softmax`) beside the same kernels (`sparsegrad_backend::softmax`): the forward is the segment
+//! softmax`) beside the same kernels (`sparsegrad_kernels::softmax`): the forward is the segment
 //! softmax, its backward the closed form from the saved output `y`, `y * (g - sum_seg(g * y))`
 //! or `g - exp(y) * sum_seg(g)` for log-softmax, both on the pattern. Rows are segments as
 //! stored (the row pointers are the offsets); columns are segments of the CSC view (its column
@@ -14,8 +14,8 @@ use crate::host::{data, float_dtype, shape_error, Float};
 use crate::indices::with_csr;
 use crate::tensor::{CsrPattern, Pattern, SparseTensor};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Error, Layout, Result, Shape, Tensor, WithDType};
-use sparsegrad_backend::softmax::{segment_softmax, segment_softmax_backward};
-use sparsegrad_backend::SparseError;
+use sparsegrad_kernels::softmax::{segment_softmax, segment_softmax_backward};
+use sparsegrad_kernels::SparseError;
 use std::sync::Arc;
 
 /// Segments of a pattern along `dim` and which of the two functions.

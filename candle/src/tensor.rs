@@ -2,7 +2,7 @@
 //! shared with its ops), values a candle [`Tensor`] (a [`candle_core::Var`]'s tensor when
 //! trained) — with torch's checked constructors and the accessors.
 //!
-//! The checks are the burn side's: `sparsegrad_backend::algebra::validate` runs on the host
+//! The checks are the burn side's: `sparsegrad_kernels::algebra::validate` runs on the host
 //! buffers and every violation is the same [`SparseError`] (component, position, value). The
 //! `*_unchecked` constructors skip the checks that only meaning rests on (CSR columns sorted and
 //! unique within a row; COO indices in bounds, checked instead on the first conversion that reads
@@ -11,9 +11,9 @@
 
 use crate::indices::{read_indices, rule_dtype, with_index, CsrIndices, IndexVec};
 use candle_core::{DType, Tensor};
-use sparsegrad_backend::algebra::validate::{check_compressed, check_coo_bounds, check_numel, index_dtype_max, CompressedNames};
-use sparsegrad_backend::pattern::{CscPattern, CsrPattern as Structure};
-use sparsegrad_backend::{Layout, Result, SparseError};
+use sparsegrad_kernels::algebra::validate::{check_compressed, check_coo_bounds, check_numel, CompressedNames};
+use sparsegrad_kernels::pattern::{CscPattern, CsrPattern as Structure};
+use sparsegrad_kernels::{Layout, Result, SparseError};
 use std::sync::{Arc, OnceLock};
 
 /// A CSR pattern `[rows, cols]`: what the product and softmax ops hold. Built only by
@@ -29,7 +29,7 @@ pub(crate) struct CsrPattern {
     csc: OnceLock<CscPattern>,
 }
 
-/// Runs `$body` with `$a` the kernels' view ([`sparsegrad_backend::pattern::CsrPattern`]) of a
+/// Runs `$body` with `$a` the kernels' view ([`sparsegrad_kernels::pattern::CsrPattern`]) of a
 /// [`CsrPattern`], for either index type.
 macro_rules! with_structure {
     ($p:expr, |$a:ident| $body:expr) => {{
@@ -37,7 +37,7 @@ macro_rules! with_structure {
         $crate::indices::with_csr!(&p.indices, |c, q| {
             // SAFETY: a `CsrPattern` is only built by `CsrPattern::new`, which checked that
             // `(c, q)` is a valid pattern over `p.cols` columns.
-            let $a = unsafe { sparsegrad_backend::pattern::CsrPattern::new_unchecked(c, q, p.cols) };
+            let $a = unsafe { sparsegrad_kernels::pattern::CsrPattern::new_unchecked(c, q, p.cols) };
             $body
         })
     }};
@@ -193,7 +193,7 @@ impl SparseTensor {
         check_numel(&shape)?;
         let c = read_indices("crow_indices", crow, &shape)?;
         let p = read_indices("col_indices", col, &shape)?;
-        let (max, name) = index_dtype_max(rule_dtype(c.store_as()))?;
+        let (max, name) = { let t = rule_dtype(c.store_as()); (t.max(), t.name()) };
         if nnz as u128 > max as u128 {
             return Err(SparseError::DimensionTooLarge { component: "nse", dim: 0, size: nnz, index_dtype: name, max });
         }

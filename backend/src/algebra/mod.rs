@@ -1,35 +1,39 @@
-//! Index algebra: the untracked integer work behind every layout change, as host kernels over
-//! slices (DESIGN's first kind of work). Values never pass through here; these kernels produce
-//! the index tensors and the permutations and segment ids that burn ops then apply to values,
-//! so gradients flow through burn's own autodiff.
-//!
-//! - `keys`: lexicographic keys of COO entries (linearised indices) and their inverse.
-//! - `sort`: the coalesce plan (sorted unique keys, a segment id per entry) and stable sorting.
-//! - `compress`: compressed <-> expanded row (column) indices.
-//! - `validate`: the invariants of SPEC section 1, each violation a `SparseError`.
-//! - `nonzero`: which items of a dense buffer hold a non-zero.
+//! Index algebra: the host kernels of `sparsegrad-kernels` (keys, sorting, compress/expand,
+//! validation, non-zeros), with the validation helpers that take burn's `DType`, and the
+//! macros that dispatch a generic kernel over the typed views of `host`.
 
-pub mod compress;
-pub mod keys;
-pub mod nonzero;
-pub mod sort;
-pub mod validate;
+pub use sparsegrad_kernels::algebra::{compress, keys, nonzero, sort, IndexElem};
 
-/// An integer index element the kernels read directly (i64, i32, i16, i8).
-pub trait IndexElem: Copy + Send + Sync + Ord + 'static {
-    /// Widens to i64.
-    fn to_i64(self) -> i64;
-}
+/// The layouts' invariants: the kernels' checks, and the ones on burn's index dtypes.
+pub mod validate {
+    pub use sparsegrad_kernels::algebra::validate::*;
+    use burn::tensor::DType;
+    use sparsegrad_kernels::{IndexType, Result, SparseError};
 
-macro_rules! index_elem {
-    ($($t:ty),*) => {$(
-        impl IndexElem for $t {
-            #[inline(always)]
-            fn to_i64(self) -> i64 { self as i64 }
+    /// The index type of an index dtype, or the error naming an unsupported one.
+    pub fn index_type(dtype: DType) -> Result<IndexType> {
+        // By variant, not by `==`: `DType` carries payloads (quantisation schemes) whose bytes a
+        // comparison of two payload-free variants may read uninitialised.
+        match dtype {
+            DType::I64 => Ok(IndexType::I64),
+            DType::I32 => Ok(IndexType::I32),
+            DType::I16 => Ok(IndexType::I16),
+            DType::I8 => Ok(IndexType::I8),
+            other => Err(SparseError::UnsupportedDtype { component: "indices", dtype: format!("{other:?}") }),
         }
-    )*};
+    }
+
+    /// The largest value an index dtype holds, and its torch-style name.
+    pub fn index_dtype_max(dtype: DType) -> Result<(i64, &'static str)> {
+        let t = index_type(dtype)?;
+        Ok((t.max(), t.name()))
+    }
+
+    /// Every dimension fits the index dtype (Julia's `check_Ti`) and the element count fits in i64.
+    pub fn check_shape(shape: &[usize], index_dtype: DType) -> Result<()> {
+        sparsegrad_kernels::algebra::validate::check_shape(shape, index_type(index_dtype)?)
+    }
 }
-index_elem!(i64, i32, i16, i8);
 
 /// Dispatches a generic kernel call over the variants of an [`crate::host::IntSlice`].
 #[macro_export]
@@ -58,6 +62,3 @@ macro_rules! match_floats {
         }
     };
 }
-
-/// Entries above which kernels split work across rayon threads.
-pub(crate) const PARALLEL_MIN: usize = 1 << 16;

@@ -281,6 +281,7 @@ impl std::error::Error for SparseError {}
 /// Shorthand for results of fallible sparse operations.
 pub type Result<T> = core::result::Result<T, SparseError>;
 
-pub(crate) fn invalid(operation: &'static str, message: impl Into<String>) -> SparseError {
+/// An [`SparseError::InvalidArgument`] of `operation` saying `message`.
+pub fn invalid(operation: &'static str, message: impl Into<String>) -> SparseError {
     SparseError::InvalidArgument { operation, message: message.into() }
 }

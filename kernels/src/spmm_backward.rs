@@ -16,9 +16,13 @@
 //! accesses hide under those misses, and separate passes only add traffic: the pass reads and
 //! writes through the permutation itself (10 % faster there).
 
-use crate::algebra::IndexElem;
+use crate::alloc::out_len;
+use crate::index::IndexElem;
+use crate::pattern::{balanced_row_blocks, CscPattern, CsrPattern, SendPtr};
+use crate::real::Real;
+use crate::scratch::{gather_into, Scratch};
+use crate::simd::{cast, isa, prefetch_row, Isa, PREFETCH};
 use core::mem::MaybeUninit;
-use crate::spmm::{balanced_row_blocks, gather_into, out_len, prefetch_row, CscPattern, CsrPattern, Real, Scratch, SendPtr, PREFETCH};
 use rayon::prelude::*;
 
 /// A compressed pattern walked by its compressed dimension.
@@ -36,15 +40,6 @@ enum Sink<'a, T> {
     /// In storage order, at `perm[p]`: a [`CscPattern`]'s permutation of the entries, so tasks
     /// write disjoint places.
     Permuted(&'a [i64], &'a SendPtr<T>),
-}
-
-/// `x` viewed as `[U]`.
-///
-/// # Safety
-/// `T` and `U` are the same type.
-unsafe fn cast<T, U>(x: &[T]) -> &[U] {
-    // SAFETY: `T` is `U` (the caller's promise): the same elements under another name.
-    unsafe { core::slice::from_raw_parts(x.as_ptr() as *const U, x.len()) }
 }
 
 /// Lanes of the partial dot products (one AVX-512 register of f32).
@@ -167,7 +162,7 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
             // Four entries at a time share one transposed reduction of their dot products.
             while p + 4 <= e {
                 let (d0, d1, d2, d3) = (entry(p, &mut acc), entry(p + 1, &mut acc), entry(p + 2, &mut acc), entry(p + 3, &mut acc));
-                let sums = crate::spmm::reduce4(d0, d1, d2, d3);
+                let sums = crate::simd::reduce4(d0, d1, d2, d3);
                 let mut four = [0.0f32; 4];
                 // SAFETY: `four` holds the 4 floats stored.
                 unsafe { _mm_storeu_ps(four.as_mut_ptr(), sums) };
@@ -208,12 +203,7 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
 
 /// Whether [`segments_f32_avx512`] runs a pass of width `n` over `T`.
 fn avx512_f32<T: 'static>(n: usize) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n > 0 && n.is_multiple_of(64) {
-        return std::arch::is_x86_feature_detected!("avx512f");
-    }
-    let _ = n;
-    false
+    core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n > 0 && n.is_multiple_of(64) && isa() == Isa::Avx512
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -236,19 +226,20 @@ fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], 
         unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
             segments::<T, I, J, true, 32>(ptr, idx, val, g, x, n, s0, dx, dv)
         }
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
-            // SAFETY: the CPU supports the features the functions were compiled for.
-            return unsafe {
-                if core::mem::size_of::<T>() == 4 && n.is_multiple_of(128) {
-                    avx512::<T, I, J, 128>(ptr, idx, val, g, x, n, s0, dx, dv)
-                } else {
-                    avx512::<T, I, J, 64>(ptr, idx, val, g, x, n, s0, dx, dv)
-                }
-            };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        match isa() {
+            // SAFETY: `isa` detected the features the functions were compiled for.
+            Isa::Avx512 => {
+                return unsafe {
+                    if core::mem::size_of::<T>() == 4 && n.is_multiple_of(128) {
+                        avx512::<T, I, J, 128>(ptr, idx, val, g, x, n, s0, dx, dv)
+                    } else {
+                        avx512::<T, I, J, 64>(ptr, idx, val, g, x, n, s0, dx, dv)
+                    }
+                };
+            }
             // SAFETY: as above.
-            return unsafe { avx2::<T, I, J>(ptr, idx, val, g, x, n, s0, dx, dv) };
+            Isa::Avx2Fma => return unsafe { avx2::<T, I, J>(ptr, idx, val, g, x, n, s0, dx, dv) },
+            Isa::Portable => {}
         }
     }
     segments::<T, I, J, false, 32>(ptr, idx, val, g, x, n, s0, dx, dv)
@@ -367,7 +358,9 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spmm::{sddmm, spmm_t, CsrPattern};
+    use crate::pattern::CsrPattern;
+    use crate::sddmm::sddmm;
+    use crate::spmm::spmm_t;
 
     #[test]
     fn fused_backward_matches_sddmm_and_transposed_product() {

@@ -45,6 +45,12 @@ pub fn ensure_allocatable(elems: usize, elem_bytes: usize, what: &'static str) -
     Ok(())
 }
 
+/// The element count `a * b` of an output, or a panic naming it: a wrapped count would size a
+/// buffer the kernels then write past.
+pub fn out_len(a: usize, b: usize, what: &str) -> usize {
+    a.checked_mul(b).unwrap_or_else(|| panic!("{what}: {a} x {b} elements overflow usize"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -229,6 +229,37 @@ impl CscPattern {
     }
 }
 
+/// The transposed view of one pattern, computed on first use and kept: what a tensor (or a
+/// layer) owns beside its indices, so that every transposed product and backward pass over the
+/// pattern reuses one counting sort (as costly as a product). Clones of a pattern share it
+/// through an `Arc`.
+#[derive(Debug, Default)]
+pub struct TransposeCell(std::sync::OnceLock<CscPattern>);
+
+impl TransposeCell {
+    /// An empty cell.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The transposed view of `a`, computed on the first call. A cell belongs to one pattern:
+    /// a call with a pattern of another shape or entry count is a panic (a cell shared by
+    /// mistake), never a view used against the wrong arrays.
+    pub fn of<I: IndexElem, J: IndexElem>(&self, a: CsrPattern<'_, I, J>) -> &CscPattern {
+        let t = self.0.get_or_init(|| a.transpose());
+        assert!(
+            t.nnz() == a.nnz() && t.ccol().len() == a.ncols() + 1 && t.nrows == a.nrows(),
+            "TransposeCell: the cell holds the transpose of another pattern"
+        );
+        t
+    }
+
+    /// Whether the view was computed.
+    pub fn is_computed(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
 /// `(ccol [k + 1], row [nnz], value(j) in column order)` of the CSR pattern `a` (`value(j)` the
 /// value, or the CSR position, of entry `j`). A stable counting sort on the column, parallel
 /// over row blocks: each block counts its columns, exclusive offsets are laid out

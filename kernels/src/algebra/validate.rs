@@ -1,39 +1,17 @@
-//! The invariants of SPEC section 1 (torch's `check_invariants`, Julia's `check_Ti`,
+//! The layouts' invariants (torch's `check_invariants`, Julia's `check_Ti`,
 //! `check_coo_inds`, `checkbounds_dims`), each violation a [`SparseError`] naming the component,
 //! the position and the value.
 
 use super::IndexElem;
 use crate::error::{Result, SparseError};
-use burn::tensor::DType;
+use crate::index::IndexType;
 
-/// The largest value an index dtype holds, and its torch-style name.
-pub fn index_dtype_max(dtype: DType) -> Result<(i64, &'static str)> {
-    Ok(match dtype {
-        DType::I64 => (i64::MAX, "int64"),
-        DType::I32 => (i32::MAX as i64, "int32"),
-        DType::I16 => (i16::MAX as i64, "int16"),
-        DType::I8 => (i8::MAX as i64, "int8"),
-        other => {
-            return Err(SparseError::UnsupportedDtype {
-                component: "indices",
-                dtype: format!("{other:?}"),
-            })
-        }
-    })
-}
-
-/// Every dimension fits the index dtype (Julia's `check_Ti`) and the element count fits in i64.
-pub fn check_shape(shape: &[usize], index_dtype: DType) -> Result<()> {
-    let (max, name) = index_dtype_max(index_dtype)?;
+/// Every dimension fits the index type (Julia's `check_Ti`) and the element count fits in i64.
+pub fn check_shape(shape: &[usize], index: IndexType) -> Result<()> {
+    let (max, name) = (index.max(), index.name());
     for (dim, &size) in shape.iter().enumerate() {
         if size as u128 > max as u128 {
-            return Err(SparseError::DimensionTooLarge {
-                component: "size",
-                dim,
-                size,
-                index_dtype: name,
-                max,
-            });
+            return Err(SparseError::DimensionTooLarge { component: "size", dim, size, index_dtype: name, max });
         }
     }
     check_numel(shape)
@@ -213,8 +191,8 @@ mod tests {
         let idx = [0i32, 5, 1, 0, 9, 1];
         let e = check_coo_bounds("indices", &idx, 3, &[2, 3]).unwrap_err();
         assert_eq!(e, SparseError::IndexOutOfBounds { component: "indices", dim: 0, position: 1, value: 5, size: 2 });
-        assert!(check_shape(&[3_000_000_000], DType::I32).is_err());
-        assert!(check_shape(&[3_000_000_000], DType::I64).is_ok());
-        assert!(matches!(check_shape(&[1 << 40, 1 << 40], DType::I64), Err(SparseError::ElementCountOverflow { .. })));
+        assert!(check_shape(&[3_000_000_000], IndexType::I32).is_err());
+        assert!(check_shape(&[3_000_000_000], IndexType::I64).is_ok());
+        assert!(matches!(check_shape(&[1 << 40, 1 << 40], IndexType::I64), Err(SparseError::ElementCountOverflow { .. })));
     }
 }

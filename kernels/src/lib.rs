@@ -1,0 +1,41 @@
+//! sparsegrad-kernels: the host kernels of sparsegrad, with no tensor framework. The burn backend
+//! (`sparsegrad-backend`) and the candle frontend (`sparsegrad-candle`) both run them on their
+//! CPU buffers.
+//!
+//! Layered from the bottom up (a module uses only those above it in this list):
+//! - `error`, `index`, `layout`, `alloc`: [`SparseError`], the index types, the layouts' names,
+//!   fallible allocation.
+//! - `pattern`: [`pattern::CsrPattern`], a compressed pattern whose existence proves that
+//!   walking it stays inside its arrays, and its transposed view [`pattern::CscPattern`].
+//! - `algebra`: index algebra (keys, sorting, compress/expand, validation, non-zeros).
+//! - `simd`, `real`, `scratch`, `dense`: the one CPU-feature check ([`simd::isa`]) and the
+//!   multiversioning of kernels on it, the value types, per-thread aligned scratch buffers, the
+//!   dense transpose.
+//! - `spmm`, `sddmm`, `spmm_backward`: the products on a [`pattern::CsrPattern`] (`A · X`,
+//!   `Aᵀ · G` through the transposed view, SDDMM, and both gradients of a product in one pass).
+//! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
+//! - `semi`: 2:4 semi-structured metadata and products.
+//!
+//! Every kernel whose memory safety rests on a pattern takes a `CsrPattern` (or the
+//! `CscPattern` built from one); the others check their operands' sizes. None of them is
+//! `unsafe` to call.
+
+pub mod algebra;
+pub mod alloc;
+pub mod dense;
+pub mod error;
+pub mod index;
+pub mod layout;
+pub mod pattern;
+pub mod real;
+pub(crate) mod scratch;
+pub mod sddmm;
+pub mod semi;
+pub mod simd;
+pub mod softmax;
+pub mod spmm;
+pub mod spmm_backward;
+
+pub use error::{Result, SparseError};
+pub use index::{IndexElem, IndexType};
+pub use layout::Layout;

@@ -1,0 +1,437 @@
+//! Semi-structured (2:4) matrices on the host: the metadata torch uses (one `i16` word per 16
+//! columns, one nibble per group of four from the low bits up, the nibble's low 2 bits the first
+//! kept position and its high 2 bits the second) and the products with a matrix `A [rows, cols]`
+//! given by its kept values `[rows, cols / 2]` and metadata words:
+//!
+//! - `semi_mm`: `A · B` (or `B · Aᵀ`, a linear layer's product) — half the multiply-adds of the
+//!   dense product. `B` is cut into panels of `NT` columns (packed contiguous), rows of `A` into
+//!   blocks; a task owns one (panel, row block) pair and walks the columns of `A` in slabs, so
+//!   the slab of `B` it reads stays in L1 while every row of the block uses it, and each row's
+//!   `NT` accumulators stay in registers across a slab. Positions come straight from the
+//!   nibbles: every nibble decodes to a column inside its own group, whatever its bits, so no
+//!   metadata word can lead a read outside the panel.
+//! - `semi_mm_t`: `Aᵀ · G` and `semi_sddmm` (the kept values' gradient), through the CSR view of
+//!   the pattern and the CSR kernels.
+
+use crate::alloc::out_len;
+use crate::error::{Result, SparseError};
+use crate::pattern::{CsrPattern, SendPtr};
+use crate::real::Real;
+use crate::scratch::Scratch;
+use crate::simd::{isa, Isa};
+use rayon::prelude::*;
+
+/// Which elements of a group of four a row may keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SemiPattern {
+    /// Any two of every four consecutive elements (torch's rule for f16, bf16 and i8).
+    TwoFour,
+    /// One of every two consecutive elements (torch's rule for f32): a 2:4 group with one kept
+    /// element in each half.
+    OneTwo,
+}
+
+impl SemiPattern {
+    /// `"2:4"` or `"1:2"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SemiPattern::TwoFour => "2:4",
+            SemiPattern::OneTwo => "1:2",
+        }
+    }
+}
+
+/// Columns per metadata word (four groups of four).
+pub const WORD_COLUMNS: usize = 16;
+
+/// The positions kept in one group of four (ascending), or the violation.
+fn group_slots(nz: &[bool], pattern: SemiPattern, row: usize, column: usize) -> Result<[usize; 2]> {
+    let violation = |column, nonzeros| SparseError::PatternViolation { pattern: pattern.name(), row, column, nonzeros };
+    match pattern {
+        SemiPattern::TwoFour => {
+            let set: Vec<usize> = (0..4).filter(|&i| nz[i]).collect();
+            match set.as_slice() {
+                [] => Ok([0, 1]),
+                // One non-zero: keep it and the lowest other slot, in order.
+                &[p] => Ok(if p == 0 { [0, 1] } else { [0, p] }),
+                &[a, b] => Ok([a, b]),
+                _ => Err(violation(column, set.len())),
+            }
+        }
+        SemiPattern::OneTwo => {
+            if nz[0] && nz[1] {
+                return Err(violation(column, 2));
+            }
+            if nz[2] && nz[3] {
+                return Err(violation(column + 2, 2));
+            }
+            Ok([usize::from(nz[1]), 2 + usize::from(nz[3])])
+        }
+    }
+}
+
+/// Metadata words (`[rows, ceil(cols / 16)]`) and the kept columns (`[rows, cols / 2]`) of a
+/// row-major non-zero mask.
+pub fn compress_mask(nz: &[bool], rows: usize, cols: usize, pattern: SemiPattern) -> Result<(Vec<i16>, Vec<i64>)> {
+    let words = cols.div_ceil(WORD_COLUMNS);
+    let mut meta = vec![0i16; rows * words];
+    let mut kept = Vec::with_capacity(rows * cols / 2);
+    for r in 0..rows {
+        for g in 0..cols / 4 {
+            let c = 4 * g;
+            let [a, b] = group_slots(&nz[r * cols + c..r * cols + c + 4], pattern, r, c)?;
+            let nibble = (a | b << 2) as u16;
+            let w = &mut meta[r * words + g / 4];
+            *w = (*w as u16 | nibble << (4 * (g % 4))) as i16;
+            kept.push((c + a) as i64);
+            kept.push((c + b) as i64);
+        }
+    }
+    Ok((meta, kept))
+}
+
+/// The slot (0..4) of the `j`-th kept value of a row, from its metadata words.
+#[inline(always)]
+pub fn slot(words: &[i16], j: usize) -> usize {
+    let g = j / 2;
+    let nibble = (words[g / 4] as u16 >> (4 * (g % 4))) & 0xF;
+    (if j.is_multiple_of(2) { nibble & 3 } else { nibble >> 2 }) as usize
+}
+
+/// The kept columns `[rows, cols / 2]` (row-major) decoded from metadata words.
+pub fn kept_columns(meta: &[i16], rows: usize, cols: usize) -> Vec<i64> {
+    let words = cols.div_ceil(WORD_COLUMNS);
+    let half = cols / 2;
+    let mut out = Vec::with_capacity(rows * half);
+    for r in 0..rows {
+        let w = &meta[r * words..(r + 1) * words];
+        out.extend((0..half).map(|j| (4 * (j / 2) + slot(w, j)) as i64));
+    }
+    out
+}
+
+/// Checks that metadata words describe valid groups of `pattern` (slots ascending, 1:2 slots in
+/// their halves, unused nibbles zero).
+pub fn validate_metadata(meta: &[i16], rows: usize, cols: usize, pattern: SemiPattern) -> Result<()> {
+    let words = cols.div_ceil(WORD_COLUMNS);
+    for r in 0..rows {
+        let w = &meta[r * words..(r + 1) * words];
+        for g in 0..cols / 4 {
+            let (a, b) = (slot(w, 2 * g), slot(w, 2 * g + 1));
+            let ok = match pattern {
+                SemiPattern::TwoFour => a < b,
+                SemiPattern::OneTwo => a < 2 && b >= 2,
+            };
+            if !ok {
+                return Err(SparseError::InvalidArgument {
+                    operation: "SemiStructuredTensor::from_parts",
+                    message: format!("metadata row {r}, group {g} (columns {}..{}): slots {a} and {b} are not a {} group", 4 * g, 4 * g + 3, pattern.name()),
+                });
+            }
+        }
+        for g in cols / 4..words * 4 {
+            if (w[g / 4] as u16 >> (4 * (g % 4))) & 0xF != 0 {
+                return Err(SparseError::InvalidArgument {
+                    operation: "SemiStructuredTensor::from_parts",
+                    message: format!("metadata row {r}: bits set past the last group (column {})", cols),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `(crow, col)` of the pattern: `cols / 2` entries in every row.
+pub fn csr_of(meta: &[i16], rows: usize, cols: usize) -> (Vec<i64>, Vec<i64>) {
+    let half = (cols / 2) as i64;
+    ((0..=rows as i64).map(|r| r * half).collect(), kept_columns(meta, rows, cols))
+}
+
+/// Bytes of `B` per slab (`kb` rows of the panel): within L1 beside the accumulators' traffic.
+const SLAB_BYTES: usize = 32 * 1024;
+
+/// Rows of `A` per task: enough that a slab is reused many times before the next is loaded.
+const RB: usize = 256;
+
+/// `acc += v0 · bp[c0] + v1 · bp[c1]` over the `NT` columns of the packed panel.
+///
+/// # Safety
+/// Rows `c0` and `c1` of the panel (`NT` elements each) lie inside `bp`.
+#[inline(always)]
+unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(bp: *const T, c0: usize, c1: usize, v0: T, v1: T, acc: &mut [T; NT]) {
+    // SAFETY: as the caller promises.
+    let (x0, x1) = unsafe { (bp.add(c0 * NT), bp.add(c1 * NT)) };
+    for t in 0..NT {
+        let (a, b) = unsafe { (*x0.add(t), *x1.add(t)) };
+        acc[t] = if FMA { T::mul_add(v1, b, T::mul_add(v0, a, acc[t])) } else { acc[t] + v0 * a + v1 * b };
+    }
+}
+
+/// Adds a row's contribution over columns `[k0, k1)` (`k0` a multiple of 16, `k1` of 4) to
+/// `acc`: `bp` is the packed panel `[cols, NT]`, `words` and `vals` the row's metadata and kept
+/// values. Whole metadata words are unrolled into their four groups, so the nibble shifts are
+/// constants: at narrow panels the decoding is what the multiply-adds wait for.
+#[inline(always)]
+fn row_slab<T: Real, const FMA: bool, const NT: usize>(words: &[i16], vals: &[T], bp: &[T], k0: usize, k1: usize, acc: &mut [T; NT]) {
+    let groups = k1 / 4;
+    assert!(k0.is_multiple_of(WORD_COLUMNS) && vals.len() >= 2 * groups && words.len() * 4 >= groups && bp.len() >= 4 * groups * NT);
+    let (p, v) = (bp.as_ptr(), vals.as_ptr());
+    let full = groups / 4;
+    // The unchecked reads below rest on the assertion above: every group g read is below
+    // `groups`, so its word and both values exist, and a nibble's slots are below 4, so panel
+    // rows 4g + slot are below 4 groups.
+    for w in k0 / WORD_COLUMNS..full {
+        // SAFETY: w < full = groups / 4 <= words.len() (asserted).
+        let word = unsafe { *words.get_unchecked(w) } as u16 as usize;
+        for q in 0..4 {
+            let g = 4 * w + q;
+            let nibble = word >> (4 * q);
+            // SAFETY: g < groups, and vals holds 2 * groups values (asserted).
+            let (v0, v1) = unsafe { (*v.add(2 * g), *v.add(2 * g + 1)) };
+            // SAFETY: rows 4g + slot < 4 groups of the panel, which holds 4 * groups * NT (asserted).
+            unsafe { group_fma::<T, FMA, NT>(p, 4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3), v0, v1, acc) };
+        }
+    }
+    for g in (4 * full).max(k0 / 4)..groups {
+        // SAFETY: g < groups <= 4 * words.len() (asserted), so g / 4 < words.len().
+        let nibble = (unsafe { *words.get_unchecked(g / 4) } as u16 as usize) >> (4 * (g % 4));
+        // SAFETY: g < groups, and vals holds 2 * groups values (asserted).
+        let (v0, v1) = unsafe { (*v.add(2 * g), *v.add(2 * g + 1)) };
+        // SAFETY: rows 4g + slot < 4 groups of the panel (asserted size).
+        unsafe { group_fma::<T, FMA, NT>(p, 4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3), v0, v1, acc) };
+    }
+}
+
+/// Rows `[r0, r1)` of `A · panel` into `acc` (`[(r1 - r0) * NT]`, zeroed by the caller), the
+/// columns of `A` walked in slabs of `kb` (a multiple of 4).
+#[inline(always)]
+fn block_rows<T: Real, const FMA: bool, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+    let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
+    let kb = (SLAB_BYTES / (NT * core::mem::size_of::<T>())).max(16) / 16 * 16;
+    let mut k0 = 0;
+    while k0 < cols {
+        let k1 = (k0 + kb).min(cols);
+        for r in r0..r1 {
+            let a: &mut [T; NT] = (&mut acc[(r - r0) * NT..][..NT]).try_into().expect("NT accumulators");
+            let mut regs = *a;
+            row_slab::<T, FMA, NT>(&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half], bp, k0, k1, &mut regs);
+            *a = regs;
+        }
+        k0 = k1;
+    }
+}
+
+fn block_rows_dispatch<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        unsafe fn avx512<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+            block_rows::<T, true, NT>(meta, vals, cols, bp, r0, r1, acc)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+            block_rows::<T, true, NT>(meta, vals, cols, bp, r0, r1, acc)
+        }
+        match isa() {
+            // SAFETY: `isa` detected the features the function was compiled for.
+            Isa::Avx512 => return unsafe { avx512::<T, NT>(meta, vals, cols, bp, r0, r1, acc) },
+            // SAFETY: as above.
+            Isa::Avx2Fma => return unsafe { avx2::<T, NT>(meta, vals, cols, bp, r0, r1, acc) },
+            Isa::Portable => {}
+        }
+    }
+    block_rows::<T, false, NT>(meta, vals, cols, bp, r0, r1, acc)
+}
+
+/// Columns `[t0, t0 + w)` of `B [k, n]` as a contiguous, aligned `[k, nt]` panel (zero past
+/// `w`); with `b_t`, `B` is given as its transpose `[n, k]` (rows `t0..t0 + w` are read).
+/// In a pooled buffer, as the other scratch arrays of the kernels (a fresh multi-megabyte
+/// allocation faults in every page).
+fn pack_panel<T: Real>(b: &[T], b_t: bool, k: usize, n: usize, t0: usize, w: usize, nt: usize) -> Scratch<T> {
+    const BLOCK: usize = 256;
+    let mut p = Scratch::splat(k * nt, T::default());
+    p.get_mut().par_chunks_mut(nt * BLOCK).enumerate().for_each(|(blk, dst)| {
+        let c0 = blk * BLOCK;
+        let rows = dst.len() / nt;
+        if b_t {
+            for t in 0..w {
+                let src = &b[(t0 + t) * k + c0..][..rows];
+                for (i, &v) in src.iter().enumerate() {
+                    dst[i * nt + t] = v;
+                }
+            }
+        } else {
+            for (i, row) in dst.chunks_mut(nt).enumerate() {
+                let c = c0 + i;
+                row[..w].copy_from_slice(&b[c * n + t0..c * n + t0 + w]);
+            }
+        }
+    });
+    p
+}
+
+/// `A · B` on host slices: `A` kept values `[rows, cols / 2]` with metadata words
+/// `[rows, ceil(cols / 16)]`, `B [cols, n]`; result `[rows, n]`. With `transposed`, `B` is
+/// given as `[n, cols]` and the result is `[n, rows]`: `B · Aᵀ`, a linear layer's product,
+/// without transposing either operand in memory.
+pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &[T], n: usize, transposed: bool) -> Vec<T> {
+    // Sixteen vector registers of accumulators per row at most (half of AVX-512's), fewer
+    // when `n` is small: the metadata decoding is paid once for that many multiply-adds.
+    let wide = 1024 / core::mem::size_of::<T>();
+    let nt = wide.min(n.next_power_of_two().max(8));
+    let len = out_len(rows, n, "semi_mm: the output");
+    assert_eq!(vals.len(), out_len(rows, cols / 2, "semi_mm: values"), "semi_mm: values are [rows, cols / 2]");
+    assert_eq!(b.len(), out_len(cols, n, "semi_mm: b"), "semi_mm: b is [cols, n] (or [n, cols] transposed)");
+    let mut out: Vec<T> = Vec::with_capacity(len);
+    if len == 0 {
+        return out;
+    }
+    if cols == 0 {
+        return vec![T::default(); len];
+    }
+    let panels: Vec<(usize, usize)> = (0..n).step_by(nt).map(|t0| (t0, nt.min(n - t0))).collect();
+    let packed: Vec<Scratch<T>> = panels.iter().map(|&(t0, w)| pack_panel(b, transposed, cols, n, t0, w, nt)).collect();
+    let tasks: Vec<(usize, usize)> = (0..panels.len()).flat_map(|p| (0..rows).step_by(RB).map(move |r0| (p, r0))).collect();
+    let dst = SendPtr(out.as_mut_ptr());
+    tasks.into_par_iter().for_each(|(p, r0)| {
+        let r1 = (r0 + RB).min(rows);
+        let (t0, w) = panels[p];
+        let bp = packed[p].get();
+        let mut acc = Scratch::splat((r1 - r0) * nt, T::default());
+        let acc = acc.get_mut();
+        match nt {
+            256 => block_rows_dispatch::<T, 256>(meta, vals, cols, bp, r0, r1, acc),
+            128 => block_rows_dispatch::<T, 128>(meta, vals, cols, bp, r0, r1, acc),
+            64 => block_rows_dispatch::<T, 64>(meta, vals, cols, bp, r0, r1, acc),
+            32 => block_rows_dispatch::<T, 32>(meta, vals, cols, bp, r0, r1, acc),
+            16 => block_rows_dispatch::<T, 16>(meta, vals, cols, bp, r0, r1, acc),
+            _ => block_rows_dispatch::<T, 8>(meta, vals, cols, bp, r0, r1, acc),
+        }
+        // The writes: tasks own disjoint (row block, panel) rectangles of the `rows * n` output.
+        if transposed {
+            for t in 0..w {
+                for r in r0..r1 {
+                    // SAFETY: t0 + t < n and r < rows: inside the output, in this task's rectangle.
+                    unsafe { dst.at((t0 + t) * rows + r).write(acc[(r - r0) * nt + t]) };
+                }
+            }
+        } else {
+            for r in r0..r1 {
+                for (t, &v) in acc[(r - r0) * nt..][..w].iter().enumerate() {
+                    // SAFETY: r < rows and t0 + t < n: inside the output, in this task's rectangle.
+                    unsafe { dst.at(r * n + t0 + t).write(v) };
+                }
+            }
+        }
+    });
+    // SAFETY: the tasks cover every (row, column) of the output once (row blocks from 0 to
+    // rows, panels from 0 to n), inside its `rows * n` elements.
+    unsafe { out.set_len(len) };
+    out
+}
+
+/// `Aᵀ · G` on host slices (`G [rows, n]`): result `[cols, n]`.
+pub fn semi_mm_t<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, g: &[T], n: usize) -> Vec<T> {
+    let (crow, col) = csr_of(meta, rows, cols);
+    crate::spmm::spmm_t(kept_pattern(&crow, &col, cols), vals, g, n)
+}
+
+/// The CSR pattern of the kept entries, checked: a metadata array of the wrong length or a row
+/// length that is not a whole number of groups is a panic naming it, never an access outside
+/// the operands.
+fn kept_pattern<'a>(crow: &'a [i64], col: &'a [i64], cols: usize) -> CsrPattern<'a, i64, i64> {
+    CsrPattern::new(crow, col, cols).unwrap_or_else(|e| panic!("semi-structured pattern over {cols} columns: {e}"))
+}
+
+/// `out[r, j] = G[r] · B[col(r, j)]` on host slices (`G [rows, n]`, `B [cols, n]`): result
+/// `[rows, cols / 2]`.
+pub fn semi_sddmm<T: Real>(meta: &[i16], rows: usize, cols: usize, g: &[T], b: &[T], n: usize) -> Vec<T> {
+    let (crow, col) = csr_of(meta, rows, cols);
+    crate::sddmm::sddmm(kept_pattern(&crow, &col, cols), g, b, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torch_metadata_word_for_0011() {
+        let nz: Vec<bool> = [false, false, true, true].repeat(4);
+        let (meta, kept) = compress_mask(&nz, 1, 16, SemiPattern::TwoFour).unwrap();
+        assert_eq!(meta, vec![-4370i16]);
+        assert_eq!(kept, vec![2, 3, 6, 7, 10, 11, 14, 15]);
+        assert_eq!(kept_columns(&meta, 1, 16), kept);
+    }
+
+    #[test]
+    fn one_two_keeps_one_per_pair() {
+        let nz = [true, true, false, false];
+        let err = compress_mask(&nz, 1, 4, SemiPattern::OneTwo).unwrap_err();
+        assert_eq!(err, SparseError::PatternViolation { pattern: "1:2", row: 0, column: 0, nonzeros: 2 });
+        assert!(compress_mask(&nz, 1, 4, SemiPattern::TwoFour).is_ok());
+        let (meta, kept) = compress_mask(&[false, true, false, true], 1, 4, SemiPattern::OneTwo).unwrap();
+        assert_eq!(kept, vec![1, 3]);
+        assert_eq!(meta, vec![0b1101]);
+    }
+
+    /// A random 2:4 matrix `[rows, cols]` (dense f64) with its compressed form.
+    fn random_24(rows: usize, cols: usize, seed: u64) -> (Vec<f64>, Vec<i16>, Vec<f64>) {
+        let mut s = seed;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) as usize
+        };
+        let mut dense = vec![0.0; rows * cols];
+        for r in 0..rows {
+            for g in 0..cols / 4 {
+                for _ in 0..2 {
+                    dense[r * cols + 4 * g + next() % 4] = (next() % 19) as f64 - 9.0;
+                }
+            }
+        }
+        let nz: Vec<bool> = dense.iter().map(|&v| v != 0.0).collect();
+        let (meta, kept) = compress_mask(&nz, rows, cols, SemiPattern::TwoFour).unwrap();
+        let vals = kept.iter().enumerate().map(|(i, &c)| dense[(i / (cols / 2)) * cols + c as usize]).collect();
+        (dense, meta, vals)
+    }
+
+    fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                for j in 0..n {
+                    c[i * n + j] += a[i * k + p] * b[p * n + j];
+                }
+            }
+        }
+        c
+    }
+
+    fn transpose(a: &[f64], r: usize, c: usize) -> Vec<f64> {
+        (0..c * r).map(|i| a[(i % r) * c + i / r]).collect()
+    }
+
+    #[test]
+    fn semi_products_match_dense() {
+        // Widths around the panel sizes, a row count past one row block, a partial word.
+        for &(rows, cols, n) in &[(3, 8, 5), (300, 72, 70), (17, 36, 64), (5, 20, 130), (2, 4, 1)] {
+            let (a, meta, vals) = random_24(rows, cols, (rows * 31 + n) as u64);
+            let b: Vec<f64> = (0..cols * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
+            let ab = matmul(&a, &b, rows, cols, n);
+            assert_eq!(semi_mm(&meta, &vals, rows, cols, &b, n, false), ab, "A·B {rows}x{cols}x{n}");
+            let bt = transpose(&b, cols, n);
+            assert_eq!(semi_mm(&meta, &vals, rows, cols, &bt, n, true), transpose(&ab, rows, n), "B·Aᵀ {rows}x{cols}x{n}");
+            let g: Vec<f64> = (0..rows * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
+            let mut at = vec![0.0; cols * rows];
+            for i in 0..rows {
+                for j in 0..cols {
+                    at[j * rows + i] = a[i * cols + j];
+                }
+            }
+            assert_eq!(semi_mm_t(&meta, &vals, rows, cols, &g, n), matmul(&at, &g, cols, rows, n));
+            let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+            let got = semi_mm(&meta, &f32s(&vals), rows, cols, &f32s(&b), n, false);
+            assert_eq!(got, f32s(&matmul(&a, &b, rows, cols, n)), "f32 A·B {rows}x{cols}x{n}");
+        }
+    }
+}

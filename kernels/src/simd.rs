@@ -1,0 +1,133 @@
+//! The one place the CPU is asked what it supports ([`isa`], detected once), and the pieces
+//! every vectorised kernel shares: the multiversioning macro that compiles a portable kernel
+//! body for AVX-512 and AVX2+FMA and picks the variant at run time, the prefetch of a gathered
+//! row, f32 views of generic slices for the hand-written AVX-512 kernels, and the four-way
+//! horizontal reduction.
+
+use crate::index::IndexElem;
+use core::mem::MaybeUninit;
+use std::sync::OnceLock;
+
+/// The vector instruction sets a kernel can be compiled for, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// AVX-512 F and VL (with AVX2 and FMA).
+    Avx512,
+    /// AVX2 with FMA.
+    Avx2Fma,
+    /// Anything else: the portable kernels.
+    Portable,
+}
+
+/// The best instruction set of this CPU, detected on the first call and kept: every kernel's
+/// choice of variant, and every `unsafe` call of a `target_feature` function, rests on it.
+pub fn isa() -> Isa {
+    static ISA: OnceLock<Isa> = OnceLock::new();
+    *ISA.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return Isa::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return Isa::Avx2Fma;
+            }
+        }
+        Isa::Portable
+    })
+}
+
+/// Compiles the portable kernel `$body::<.., FMA>` for AVX-512 and for AVX2+FMA beside the plain
+/// build, as `fn $name`, which runs the best variant [`isa`] allows.
+macro_rules! multiversion {
+    ($(#[$m:meta])* fn $name:ident<$($g:ident: $b:path),*>($($arg:ident: $ty:ty),*) => $body:ident) => {
+        $(#[$m])*
+        fn $name<$($g: $b),*>($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn avx512<$($g: $b),*>($($arg: $ty),*) { $body::<$($g),*, true>($($arg),*) }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2<$($g: $b),*>($($arg: $ty),*) { $body::<$($g),*, true>($($arg),*) }
+                match $crate::simd::isa() {
+                    // SAFETY: `isa` detected the features the function was compiled for.
+                    $crate::simd::Isa::Avx512 => return unsafe { avx512::<$($g),*>($($arg),*) },
+                    // SAFETY: as above.
+                    $crate::simd::Isa::Avx2Fma => return unsafe { avx2::<$($g),*>($($arg),*) },
+                    $crate::simd::Isa::Portable => {}
+                }
+            }
+            $body::<$($g),*, false>($($arg),*)
+        }
+    };
+}
+pub(crate) use multiversion;
+
+/// Entries ahead at which the row gather prefetches: the rows of `X` an output row reads are
+/// scattered, and the gather is latency-bound even when `X` fits in the last-level cache
+/// (measured: 4096 x 128 gains 20 %, 100k x 64 gains 2x).
+pub const PREFETCH: usize = 16;
+
+/// Prefetches the tile of the `X` row that entry `j` will read (no-op past the end).
+#[inline(always)]
+pub fn prefetch_row<T, J: IndexElem>(x: &[T], col: &[J], j: usize, n: usize, t0: usize, width: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(c) = col.get(j) {
+        let start = c.to_i64() as usize * n + t0;
+        let bytes = width * core::mem::size_of::<T>();
+        if start + width <= x.len() {
+            let base = x[start..].as_ptr() as *const i8;
+            let mut off = 0;
+            while off < bytes {
+                // SAFETY: prefetching never faults; the address lies inside `x`.
+                unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(base.add(off)) };
+                off += 64;
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, col, j, n, t0, width);
+}
+
+/// `x` as `&[f32]` when `T` is `f32`.
+pub(crate) fn as_f32<T: 'static>(x: &[T]) -> Option<&[f32]> {
+    (core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>())
+        // SAFETY: T is f32 (same type, same layout).
+        .then(|| unsafe { core::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()) })
+}
+
+/// `x` as `&mut [MaybeUninit<f32>]` when `T` is `f32`.
+pub(crate) fn as_f32_uninit<T: 'static>(x: &mut [MaybeUninit<T>]) -> Option<&mut [MaybeUninit<f32>]> {
+    (core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>())
+        // SAFETY: T is f32 (same type, same layout).
+        .then(|| unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut MaybeUninit<f32>, x.len()) })
+}
+
+/// `x` viewed as `[U]`.
+///
+/// # Safety
+/// `T` and `U` are the same type.
+pub(crate) unsafe fn cast<T, U>(x: &[T]) -> &[U] {
+    // SAFETY: `T` is `U` (the caller's promise): the same elements under another name.
+    unsafe { core::slice::from_raw_parts(x.as_ptr() as *const U, x.len()) }
+}
+
+/// The horizontal sums of four vectors, as `[s0, s1, s2, s3]`: pairwise interleave-and-add
+/// until each 128-bit lane holds the four partial sums of its quarter, then fold the quarters.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn reduce4(d0: core::arch::x86_64::__m512, d1: core::arch::x86_64::__m512, d2: core::arch::x86_64::__m512, d3: core::arch::x86_64::__m512) -> core::arch::x86_64::__m128 {
+    use core::arch::x86_64::*;
+    let x01 = _mm512_add_ps(_mm512_unpacklo_ps(d0, d1), _mm512_unpackhi_ps(d0, d1));
+    let x23 = _mm512_add_ps(_mm512_unpacklo_ps(d2, d3), _mm512_unpackhi_ps(d2, d3));
+    let (p01, p23) = (_mm512_castps_pd(x01), _mm512_castps_pd(x23));
+    let y = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)), _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
+    let z = _mm512_add_ps(y, _mm512_shuffle_f32x4::<0b0100_1110>(y, y));
+    let w = _mm512_add_ps(z, _mm512_shuffle_f32x4::<0b1011_0001>(z, z));
+    _mm512_castps512_ps128(w)
+}
