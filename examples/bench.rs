@@ -4,7 +4,10 @@
 //! (`{"op":..., "workload":..., "ms":..., "gflops":...}`). Compare ratios against
 //! `python ../shared/anchors/anchors.py` run on the same machine, close in time.
 //!
-//! Usage: `cargo run --release --example bench [-- --json] [-- --only OP]`
+//! `--sums` prints, for every op, the sum of its output's values and a hash of their bits
+//! instead of timing it: two builds whose sums and hashes agree computed bit-identical outputs.
+//!
+//! Usage: `cargo run --release --example bench [-- --json] [-- --only OP] [-- --sums]`
 
 #[path = "workloads/mod.rs"]
 mod workloads;
@@ -16,11 +19,26 @@ use std::time::Instant;
 struct Bench {
     json: bool,
     only: Option<String>,
+    sums: bool,
 }
 
 impl Bench {
     fn wants(&self, op: &str) -> bool {
         self.only.as_deref().is_none_or(|o| op.contains(o))
+    }
+
+    /// Times `f` ([`time`] with `reps` runs), or with `--sums` prints the checksum of its output.
+    fn run<const D: usize>(&self, op: &str, workload: &str, reps: usize, flops: Option<f64>, mut f: impl FnMut() -> Tensor<D>) -> f64 {
+        if self.sums {
+            let values: Vec<f64> = f().into_data().iter::<f64>().collect();
+            let sum: f64 = values.iter().sum();
+            let hash = values.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, v| (h ^ v.to_bits()).wrapping_mul(0x100_0000_01b3));
+            println!("{op:<28} {workload:<24} sum {sum:.17e} hash {hash:016x}");
+            return 0.0;
+        }
+        let ms = time(reps, f);
+        self.report(op, workload, ms, flops);
+        ms
     }
 
     fn report(&self, op: &str, workload: &str, ms: f64, flops: Option<f64>) {
@@ -88,43 +106,40 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
     let s = csr_tensor(a, &device);
     let x = dense(a.cols, n, xseed, &device);
     if bench.wants("spmm") {
-        let ms = time(7, || sparse::mm(&s, x.clone()));
-        bench.report("spmm_csr", name, ms, Some(flops));
+        bench.run("spmm_csr", name, 7, Some(flops), || sparse::mm(&s, x.clone()));
         let coo = s.to_sparse_coo();
-        let ms = time(7, || sparse::mm(&coo, x.clone()));
-        bench.report("spmm_coo", name, ms, Some(flops));
-        // The Rust peer on the same matrix and operand.
-        let csmat = sprs::CsMat::new((a.rows, a.cols), a.crow.iter().map(|&v| v as usize).collect(), a.col.iter().map(|&v| v as usize).collect(), a.val.clone());
-        let xs = ndarray::Array2::from_shape_vec((a.cols, n), workloads::dense(a.cols, n, xseed)).expect("shape");
-        let ms = time(7, || &csmat * &xs);
-        bench.report("spmm_csr_sprs", name, ms, Some(flops));
+        bench.run("spmm_coo", name, 7, Some(flops), || sparse::mm(&coo, x.clone()));
+        // The Rust peer on the same matrix and operand (timed only).
+        if !bench.sums {
+            let csmat = sprs::CsMat::new((a.rows, a.cols), a.crow.iter().map(|&v| v as usize).collect(), a.col.iter().map(|&v| v as usize).collect(), a.val.clone());
+            let xs = ndarray::Array2::from_shape_vec((a.cols, n), workloads::dense(a.cols, n, xseed)).expect("shape");
+            let ms = time(7, || &csmat * &xs);
+            bench.report("spmm_csr_sprs", name, ms, Some(flops));
+        }
     }
     if bench.wants("sddmm") {
         let l = dense(a.rows, n, xseed + 100, &device);
         let r = dense(n, a.cols, xseed + 200, &device);
-        let ms = time(7, || sparse::sampled_addmm(&s, l.clone(), r.clone(), 0.0, 1.0));
-        bench.report("sddmm", name, ms, Some(flops));
+        bench.run("sddmm", name, 7, Some(flops), || sparse::sampled_addmm(&s, l.clone(), r.clone(), 0.0, 1.0).values_flat());
     }
     if bench.wants("mm_fwd_bwd") {
         let ad = Device::flex().autodiff();
         let sa = csr_tensor(a, &ad);
         let xa = dense(a.cols, n, xseed, &ad);
-        let fwd = time(5, || sparse::mm(&sa, xa.clone()));
-        bench.report("mm_fwd_autodiff", name, fwd, Some(flops));
-        let ms = time(5, || {
+        bench.run("mm_fwd_autodiff", name, 5, Some(flops), || sparse::mm(&sa, xa.clone()));
+        bench.run("mm_fwd_bwd_values_x", name, 5, Some(3.0 * flops), || {
             let v = sa.clone().require_grad();
             let xg = xa.clone().require_grad();
             let grads = sparse::mm(&v, xg.clone()).sum().backward();
-            (v.values_flat().grad(&grads).expect("values grad"), xg.grad(&grads).expect("x grad"))
+            let (dv, dx) = (v.values_flat().grad(&grads).expect("values grad"), xg.grad(&grads).expect("x grad"));
+            Tensor::cat(vec![dv.reshape([-1]), dx.reshape([-1])], 0)
         });
-        bench.report("mm_fwd_bwd_values_x", name, ms, Some(3.0 * flops));
-        let ms = time(5, || {
+        bench.run("mm_fwd_bwd_x", name, 5, Some(2.0 * flops), || {
             let xg = xa.clone().require_grad();
             let grads = sparse::mm(&sa, xg.clone()).sum().backward();
             xg.grad(&grads).expect("x grad")
         });
-        bench.report("mm_fwd_bwd_x", name, ms, Some(2.0 * flops));
-        if !bench.json {
+        if !bench.json && !bench.sums {
             println!("{:<28} {name:<24} {:10.1} MB peak RSS so far", "memory", peak_rss_mb());
         }
     }
@@ -174,12 +189,10 @@ fn linear_2_4(bench: &Bench, device: &Device) {
         let ws = SemiStructuredTensor::from_dense(w.clone(), SemiPattern::TwoFour).expect("2:4 after pruning");
         let shape = format!("M={m} K={k} N={n}");
         let flops = 2.0 * (m * k * n) as f64;
-        let dense_ms = time(7, || x.clone().matmul(w.clone().transpose()));
-        bench.report("linear_dense_burn", &shape, dense_ms, Some(flops));
-        let semi_ms = time(7, || linear(x.clone(), &ws, None));
+        let dense_ms = bench.run("linear_dense_burn", &shape, 7, Some(flops), || x.clone().matmul(w.clone().transpose()));
         // Dense-equivalent GFLOP/s: the 2:4 product does half the multiply-adds.
-        bench.report("linear_2:4", &shape, semi_ms, Some(flops));
-        if !bench.json {
+        let semi_ms = bench.run("linear_2:4", &shape, 7, Some(flops), || linear(x.clone(), &ws, None));
+        if !bench.json && !bench.sums {
             println!("{:<28} {shape:<24} {:10.2}x faster than burn's dense matmul", "linear_2:4 / dense", dense_ms / semi_ms);
         }
     }
@@ -190,6 +203,7 @@ fn main() {
     let bench = Bench {
         json: args.iter().any(|a| a == "--json"),
         only: args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1).cloned()),
+        sums: args.iter().any(|a| a == "--sums"),
     };
     let device = Device::flex();
 
@@ -224,19 +238,17 @@ fn main() {
         let indices = ints(idx, [2, n], &device);
         let values = Tensor::<1>::from_data(TensorData::new(vals, [n]), &device);
         let s = SparseTensor::coo(indices, values, [1_000_000, 1_000_000]).expect("valid COO");
-        let ms = time(3, || s.coalesce());
-        bench.report("coalesce", "10M nse 1Mx1M", ms, None);
+        bench.run("coalesce", "10M nse 1Mx1M", 3, None, || s.coalesce().values_flat());
     }
 
-    if bench.wants("gcn_step") {
+    if bench.wants("gcn_step") && !bench.sums {
         gcn_step(&bench);
     }
 
     if bench.wants("dense_to_csr") {
         let a = workloads::uniform(4096, 4096, 0.1, 4);
         let d = Tensor::<2>::from_data(TensorData::new(a.to_dense(), [4096, 4096]), &device);
-        let ms = time(5, || d.clone().to_sparse_csr().expect("fits"));
-        bench.report("dense_to_csr", "4096^2 d=0.1", ms, None);
+        bench.run("dense_to_csr", "4096^2 d=0.1", 5, None, || d.clone().to_sparse_csr().expect("fits").values_flat());
     }
 
     if bench.wants("linear") {
@@ -247,8 +259,7 @@ fn main() {
         // torch.sparse.softmax(A_coo, 1) on powerlaw100k (anchor 26.9 ms): a coalesced COO input.
         if let Some((name, a, _, _)) = built.iter().find(|b| b.0 == "powerlaw100k") {
             let s = csr_tensor(a, &device).to_sparse_coo();
-            let ms = time(5, || sparsegrad::sparse::softmax(&s, 1));
-            bench.report("softmax", &format!("{name} COO dim 1"), ms, None);
+            bench.run("softmax", &format!("{name} COO dim 1"), 5, None, || sparsegrad::sparse::softmax(&s, 1).values_flat());
         }
     }
 }
