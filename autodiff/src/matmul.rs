@@ -443,12 +443,13 @@ pub fn spgemm(a: &SparseTensor<2>, b: &SparseTensor<2>) -> Result<SparseTensor<2
     let what = "mm: sparse x sparse partial products";
     let (mut ia, mut ib, mut keys) = (try_vec(count, what)?, try_vec(count, what)?, try_vec(count, what)?);
     for i in 0..m {
-        for ja in acrow[i] as usize..acrow[i + 1] as usize {
-            let p = acol[ja] as usize;
-            for jb in bcrow[p] as usize..bcrow[p + 1] as usize {
+        let (a0, a1) = (acrow[i] as usize, acrow[i + 1] as usize);
+        for (ja, &p) in acol.iter().enumerate().take(a1).skip(a0) {
+            let (b0, b1) = (bcrow[p as usize] as usize, bcrow[p as usize + 1] as usize);
+            for (jb, &c) in bcol.iter().enumerate().take(b1).skip(b0) {
                 ia.push(ja as i64);
                 ib.push(jb as i64);
-                keys.push(i as u64 * n as u64 + bcol[jb] as u64);
+                keys.push(i as u64 * n as u64 + c as u64);
             }
         }
     }

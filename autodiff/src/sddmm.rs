@@ -62,10 +62,14 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Sddmm {
         // rows of `b` (its contract), and its cell; `g [nnz]` are values on it, `b [k, d]` and
         // `a [m, d]`.
         if let Some(node) = a_node {
-            grads.register::<B>(node.id, unsafe { B::csr_spmm(crow.clone(), col.clone(), g.clone(), b) });
+            // SAFETY: as above.
+            let da = unsafe { B::csr_spmm(crow.clone(), col.clone(), g.clone(), b) };
+            grads.register::<B>(node.id, da);
         }
         if let Some(node) = b_node {
-            grads.register::<B>(node.id, unsafe { B::csr_spmm_t(crow, col, g, a, k, &transposed) });
+            // SAFETY: as above.
+            let db = unsafe { B::csr_spmm_t(crow, col, g, a, k, &transposed) };
+            grads.register::<B>(node.id, db);
         }
     }
 }
@@ -75,8 +79,8 @@ impl<B: SpmmKernels + SddmmKernels, C: CheckpointStrategy> SparseSddmm for Autod
         let guards = [a.node(), b.node()];
         let (ap, bp) = (a.into_primitive(), b.into_primitive());
         match Sddmm.prepare::<C>(guards).compute_bound().stateful() {
-            // SAFETY: this method's contract is the kernel's.
             OpsKind::Tracked(prep) => {
+                // SAFETY: this method's contract is the kernel's.
                 let out = unsafe { B::csr_sddmm(crow.clone(), col.clone(), ap.clone(), bp.clone()) };
                 prep.finish((crow, col, ap, bp, transposed), out)
             }

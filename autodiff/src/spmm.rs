@@ -93,6 +93,7 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Spmm {
             // Both wanted: one pass gathers each row of G once for both (see `spmm_backward`).
             let (nnz, xshape) = (values.shape().num_elements(), x.shape());
             let len = xshape.num_elements();
+            // SAFETY: the forward's pattern, valid over `k` columns, and its cell (see above).
             let both = unsafe { B::csr_spmm_backward(crow, col, values, g, x, transpose, k, &transposed) };
             let dx = B::float_reshape(B::float_slice(both.clone(), &[Slice::new(0, Some(len as isize), 1)]), xshape);
             let dv = B::float_slice(both, &[Slice::new(len as isize, Some((len + nnz) as isize), 1)]);
@@ -126,8 +127,8 @@ impl<B: SpmmKernels + SddmmKernels, C: CheckpointStrategy> SparseSpmm for Autodi
         let guards = [values.node(), x.node()];
         let (v, xp) = (values.into_primitive(), x.into_primitive());
         match Spmm.prepare::<C>(guards).compute_bound().stateful() {
-            // SAFETY: this method's contract is the kernels'.
             OpsKind::Tracked(prep) => {
+                // SAFETY: this method's contract is the kernels'.
                 let out = unsafe { forward::<B>(crow.clone(), col.clone(), v.clone(), xp.clone(), transpose, k, &transposed) };
                 prep.finish((crow, col, v, xp, transpose, k, transposed), out)
             }

@@ -198,7 +198,7 @@ impl<const D: usize> SparseTensor<D> {
         let blocksize = layout.is_blocked().then(|| [vdims[batch_dim + 1], vdims[batch_dim + 2]]);
         let [br, bc] = blocksize.unwrap_or([1, 1]);
         for (dim, block) in [(batch_dim, br), (batch_dim + 1, bc)] {
-            if block == 0 || shape[dim] % block != 0 {
+            if block == 0 || !shape[dim].is_multiple_of(block) {
                 return Err(SparseError::BlocksizeMismatch { dim, size: shape[dim], block });
             }
         }

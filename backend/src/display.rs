@@ -80,6 +80,7 @@ fn shown(shape: &[usize], summarize: bool) -> Vec<Vec<usize>> {
         .collect()
 }
 
+#[allow(clippy::too_many_arguments)] // the recursion's state, one argument per piece
 fn render(vals: &[f64], shape: &[usize], strides: &[usize], offset: usize, idx: &[Vec<usize>], fmt: &dyn Fn(f64) -> String, indent: usize, summarize: bool) -> String {
     if shape.is_empty() {
         return fmt(vals[offset]);

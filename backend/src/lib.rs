@@ -1,12 +1,17 @@
-//! sparsegrad-backend: the sparse tensor type, its layouts and invariants, conversions, and the
-//! host kernels of index algebra behind burn extension traits.
+//! sparsegrad-backend: the sparse tensor type on burn, its layouts and invariants, conversions,
+//! and the burn extension traits through which the host kernels of `sparsegrad-kernels` run.
 //!
-//! - [`SparseTensor`] (`tensor`), built by the checked constructors of `construct`, converted by
-//!   `convert`, `to_sparse` ([`ToSparse`] on burn tensors) and `transpose`, printed by `display`.
-//! - `algebra`: index algebra kernels (keys, sorting, compress/expand, validation, non-zeros).
-//! - `host`: the [`host::HostAccess`] extension trait that hands those kernels zero-copy slices on
-//!   Flex and a read-back copy elsewhere.
-//! - [`SparseError`] (`error`): what is wrong and where.
+//! - The type: [`SparseTensor`] (`tensor`), built by the checked (and lazily checked unchecked)
+//!   constructors of `construct`, converted by `convert`, `to_sparse` ([`ToSparse`] on burn
+//!   tensors) and `transpose`, printed by `display`; `memo` lets a layer check its pattern once.
+//! - Operations on it, moving values with burn ops so they differentiate through burn's
+//!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `spdiags`,
+//!   `semi_structured` (2:4 tensors).
+//! - The extension traits, a primitive per file, each with its portable default and its Flex
+//!   impl over the kernels: `spmm`, `sddmm`, `softmax`, `semi_spmm`, `movement` (the row
+//!   movements, with their autodiff rules), and `host` (zero-copy host views of tensors).
+//! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).
+//! - From the kernels crate: [`SparseError`] (`error`), [`Layout`], `alloc`, `pattern`.
 
 pub mod algebra;
 pub use sparsegrad_kernels::alloc;

@@ -128,8 +128,8 @@ impl<const D: usize> SparseTensor<D> {
         };
         // Dense dims: as a sequence of transpositions, each a move of the values.
         let mut current: Vec<usize> = (0..D).collect();
-        for i in indexed..D {
-            let p = current.iter().position(|&c| c == dims[i]).expect("a permutation");
+        for (i, &wanted) in dims.iter().enumerate().skip(indexed) {
+            let p = current.iter().position(|&c| c == wanted).expect("a permutation");
             if p != i {
                 out = out.try_transpose(i, p)?;
                 current.swap(i, p);
@@ -260,7 +260,7 @@ fn infer_sizes(shape: &[i64], total: usize) -> core::result::Result<Vec<usize>, 
     match unknown.as_slice() {
         [] if known == total => Ok(sizes),
         [] => Err(format!("{total} elements do not fit {known}")),
-        [i] if known > 0 && total % known == 0 => {
+        [i] if known > 0 && total.is_multiple_of(known) => {
             sizes[*i] = total / known;
             Ok(sizes)
         }

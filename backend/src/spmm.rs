@@ -190,12 +190,13 @@ mod tests {
         let values = FlexTensor::from_data(TensorData::new(vec![1.0f64, 2.0, 3.0], [3]));
         let g = floats(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2]);
         let cell = TransposeCell::new();
-        // SAFETY: a valid pattern [3, 3] (checked by the assertion below), its own cell.
         assert!(CsrPattern::new(&crow[..], &col[..], 3).is_ok());
+        // SAFETY: a valid pattern [3, 3] (checked by the assertion above), its own cell.
         let out = unsafe { Flex::csr_spmm_t(ints(&crow), ints(&col), values.clone(), g.clone(), 3, &cell) };
         // Aᵀ G with A = [[1, 0, 2], [0, 0, 0], [0, 0, 3]]: rows 1·G0, 0, 2·G0 + 3·G2.
         assert_eq!(out.into_data().iter::<f64>().collect::<Vec<_>>(), vec![1.0, 2.0, 0.0, 0.0, 17.0, 22.0]);
         assert!(cell.is_computed());
+        // SAFETY: as above.
         let again = unsafe { Flex::csr_spmm_t(ints(&crow), ints(&col), values, g, 3, &cell) };
         assert_eq!(again.into_data().iter::<f64>().collect::<Vec<_>>(), vec![1.0, 2.0, 0.0, 0.0, 17.0, 22.0]);
     }

@@ -1,7 +1,7 @@
 //! Host index buffers: the indices a candle sparse tensor keeps on the host for its ops, read
 //! from candle index tensors and checked on the way.
 //!
-//! Indices are untracked integer work (DESIGN's index algebra), so they live in `Vec`s held by
+//! Indices are untracked integer work (index algebra, in ARCHITECTURE.md's terms), so they live in `Vec`s held by
 //! the tensor and its ops rather than in candle tensors: the kernels read them as slices with no
 //! device round trip. Two element types cover candle's index dtypes: `i64` (candle `I64`) and
 //! `i32` (candle `I32`, and `U32` — candle's usual index dtype, which the kernels do not take —

@@ -94,8 +94,11 @@ pub fn dense(r: usize, c: usize, seed: u64) -> Vec<f32> {
     (0..(r * c) as u64).map(|i| (unit(seed, i) * 2.0 - 1.0) as f32).collect()
 }
 
-/// name, matrix, dense operand columns, dense operand seed, expected (nnz, value sum).
-pub fn set() -> Vec<(&'static str, fn() -> Csr, usize, u64, (usize, f64))> {
+/// A workload: name, matrix, dense operand columns, dense operand seed, expected (nnz, value sum).
+pub type Workload = (&'static str, fn() -> Csr, usize, u64, (usize, f64));
+
+/// The three workloads of the anchors.
+pub fn set() -> Vec<Workload> {
     vec![
         ("powerlaw100k", || powerlaw(100_000, 10.0, 1), 64, 11, (953_975, 648.035)),
         ("uniform4096_d10", || uniform(4096, 4096, 0.10, 2), 128, 12, (1_598_471, -262.284)),

@@ -124,5 +124,5 @@ pub(crate) fn gather_into<T: Copy + Send + Sync>(src: &[T], idx: &[i64], out: &m
 /// row read, gains a third at 41.
 pub(crate) fn aligned_copy<T: Real>(x: &[T], n: usize, reads: usize, min_reuse: usize) -> Option<Scratch<T>> {
     let row_bytes = n * core::mem::size_of::<T>();
-    (n > 0 && x.as_ptr() as usize % 64 != 0 && row_bytes % 64 == 0 && reads >= min_reuse * (x.len() / n)).then(|| Scratch::of(x))
+    (n > 0 && !(x.as_ptr() as usize).is_multiple_of(64) && row_bytes.is_multiple_of(64) && reads >= min_reuse * (x.len() / n)).then(|| Scratch::of(x))
 }

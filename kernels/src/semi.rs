@@ -161,9 +161,10 @@ const RB: usize = 256;
 unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(bp: *const T, c0: usize, c1: usize, v0: T, v1: T, acc: &mut [T; NT]) {
     // SAFETY: as the caller promises.
     let (x0, x1) = unsafe { (bp.add(c0 * NT), bp.add(c1 * NT)) };
-    for t in 0..NT {
+    for (t, at) in acc.iter_mut().enumerate() {
+        // SAFETY: t < NT, inside both panel rows (the caller's promise).
         let (a, b) = unsafe { (*x0.add(t), *x1.add(t)) };
-        acc[t] = if FMA { T::mul_add(v1, b, T::mul_add(v0, a, acc[t])) } else { acc[t] + v0 * a + v1 * b };
+        *at = if FMA { T::mul_add(v1, b, T::mul_add(v0, a, *at)) } else { *at + v0 * a + v1 * b };
     }
 }
 

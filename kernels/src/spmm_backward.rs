@@ -72,10 +72,10 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
                     // kernel: one would chain every multiply-add on the previous one's latency.
                     let mut lanes = [[T::default(); LANES]; 4];
                     for c in 0..TILE / LANES {
-                        for l in 0..LANES {
+                        for (l, lane) in lanes[c % 4].iter_mut().enumerate() {
                             let t = c * LANES + l;
                             acc[t] = if FMA { T::mul_add(v, gr[t], acc[t]) } else { acc[t] + v * gr[t] };
-                            lanes[c % 4][l] = if FMA { T::mul_add(gr[t], xt[t], lanes[c % 4][l]) } else { lanes[c % 4][l] + gr[t] * xt[t] };
+                            *lane = if FMA { T::mul_add(gr[t], xt[t], *lane) } else { *lane + gr[t] * xt[t] };
                         }
                     }
                     let mut lanes: [T; LANES] = core::array::from_fn(|l| (lanes[0][l] + lanes[1][l]) + (lanes[2][l] + lanes[3][l]));
@@ -133,8 +133,10 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
         dots.resize(e - b, 0.0);
         let mut t0 = 0;
         while t0 < n {
-            // SAFETY (loads and stores): t0 + 16 V <= n, so every vector lies inside its row.
+            // The loads and stores: t0 + 16 V <= n, so every vector lies inside its row.
             let xp = x[s * n + t0..].as_ptr();
+            // SAFETY: `xp` starts column t0 of row s of `x [len, n]` (a checked slice start, s <
+            // len), and t0 + 16 V <= n: the 16 V floats read lie in the row.
             let xt: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(xp.add(16 * q)) });
             let mut acc = [_mm512_setzero_ps(); V];
             let v_at = |p: usize| _mm512_set1_ps(val[perm.map_or(p, |q| q[p] as usize)]);
@@ -210,10 +212,13 @@ fn avx512_f32<T: 'static>(n: usize) -> bool {
 fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
     #[cfg(target_arch = "x86_64")]
     if avx512_f32::<T>(n) {
-        // SAFETY: T is f32 (same type, same layout); the CPU supports AVX-512F.
+        // SAFETY: T is f32 (`avx512_f32` checked it): the same type, the same layout.
         let (val, g, x) = unsafe { (cast::<T, f32>(val), cast::<T, f32>(g), cast::<T, f32>(x)) };
+        // SAFETY: as above.
         let dx = unsafe { core::slice::from_raw_parts_mut(dx.as_mut_ptr() as *mut MaybeUninit<f32>, dx.len()) };
+        // SAFETY: as above.
         let dv = unsafe { core::slice::from_raw_parts_mut(dv.as_mut_ptr() as *mut MaybeUninit<f32>, dv.len()) };
+        // SAFETY: `isa` detected AVX-512F and `n` is a multiple of 64 (`avx512_f32`).
         return unsafe { segments_f32_avx512_width(ptr, idx, val, g, x, n, s0, dx, Sink::Block(dv)) };
     }
     #[cfg(target_arch = "x86_64")]
@@ -227,8 +232,8 @@ fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], 
             segments::<T, I, J, true, 32>(ptr, idx, val, g, x, n, s0, dx, dv)
         }
         match isa() {
-            // SAFETY: `isa` detected the features the functions were compiled for.
             Isa::Avx512 => {
+                // SAFETY: `isa` detected the features the functions were compiled for.
                 return unsafe {
                     if core::mem::size_of::<T>() == 4 && n.is_multiple_of(128) {
                         avx512::<T, I, J, 128>(ptr, idx, val, g, x, n, s0, dx, dv)
@@ -333,9 +338,11 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
         Walk::Transposed(csc) => {
             #[cfg(target_arch = "x86_64")]
             if avx512_f32::<T>(n) && core::mem::size_of_val(g) >= PERMUTE_IN_PASS_FROM {
-                // SAFETY: T is f32 (same type, same layout).
+                // SAFETY: T is f32 (`avx512_f32` checked it): the same type, the same layout.
                 let (val, g, x) = unsafe { (cast::<T, f32>(val), cast::<T, f32>(g), cast::<T, f32>(x)) };
+                // SAFETY: as above.
                 let dx = unsafe { core::slice::from_raw_parts_mut(dx.as_mut_ptr() as *mut MaybeUninit<f32>, dx.len()) };
+                // SAFETY: as above.
                 let dv = unsafe { core::slice::from_raw_parts_mut(dv.as_mut_ptr() as *mut MaybeUninit<f32>, dv.len()) };
                 walk_permuted(csc, val, g, x, n, dx, dv);
                 // SAFETY: the blocks cover every `dx` row, and the permutation every gradient.

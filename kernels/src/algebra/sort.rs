@@ -350,14 +350,16 @@ fn plan_from_sorted(
         let mut next = off;
         for i in w[0]..w[1] {
             if is_new(i, w[0]) {
-                // Peel coordinates from the last dim. SAFETY: tasks own disjoint columns
-                // [off, off + count) of the coordinate rows.
+                // Peel coordinates from the last dim.
                 let mut k = key(i);
                 for d in (1..m).rev() {
                     let (q, r) = divs[d].divmod(k);
+                    // SAFETY: tasks own disjoint columns [off, off + count) of the coordinate
+                    // rows (the count and write passes use the same cuts), next < off + count.
                     unsafe { co.write(d * total + next, r as i64) };
                     k = q;
                 }
+                // SAFETY: as above.
                 unsafe { co.write(next, k as i64) };
                 next += 1;
             }
