@@ -3,7 +3,7 @@
 //! dense tensor on every layout, f32 and f64, hybrid, batched and empty tensors; errors for bad
 //! dims and ranks; gradcheck of each.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Tensor};
 use common_ops::*;

@@ -6,7 +6,7 @@
 //! Gradients: `gradcheck` of both functions on COO and CSR (and the other layouts), through the
 //! values and through `to_dense`.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{activation, DType, Device, Tensor, TensorData};
 use common_ops::{ad, assert_near, flat, floats, halves_reversed, ints, numel, Kind, Rng};

@@ -3,7 +3,7 @@
 //! sparse values (the dense reference's gradient read at the stored entries) and of the dense
 //! operands.
 
-mod common;
+use crate::common;
 
 use candle_core::{DType, Device, Tensor, Var};
 use common::*;

@@ -5,7 +5,7 @@
 //! 1,000,000 x 1,000,000 matrix (a dense gradient would need terabytes) and the error paths.
 //! Gradient checks are in `matmul_grad.rs`.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use common_ops::{assert_near, batched, dev, floats, index_on, ints, matrix, split_entries, Kind, Rng};
@@ -31,7 +31,13 @@ fn tol(dtype: DType) -> f64 {
     }
 }
 
-impl Kind {
+/// A trait of this module rather than an inherent `impl Kind`, which `matmul_grad` (the same
+/// test binary) also has, with another signature.
+trait Fitted {
+    fn fitted(self, shape: [usize; 2], blocks: [usize; 2]) -> Kind;
+}
+
+impl Fitted for Kind {
     /// The same kind with block sizes that tile a matrix of `shape`.
     fn fitted(self, shape: [usize; 2], blocks: [usize; 2]) -> Kind {
         assert!(shape[0].is_multiple_of(blocks[0]) && shape[1].is_multiple_of(blocks[1]));

@@ -4,7 +4,7 @@
 //! dense operands, including empty rows, uncoalesced COO, empty operands and batches; and the
 //! closed form of `mm`'s gradients (SDDMM over the pattern for the values, `Aᵀ W` for `X`).
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::DType;
 use common_ops::{ad, assert_near, batched, f64s, flat, floats, gradcheck_all, index_on, ints, matrix, rebuild, split_entries, Kind, Rng};
@@ -17,7 +17,13 @@ fn assert_close(actual: &[f64], expected: &[f64], what: &str) {
     assert_near(actual, expected, 1e-10, what);
 }
 
-impl Kind {
+/// A trait of this module rather than an inherent `impl Kind`, which `matmul` (the same test
+/// binary) also has, with another signature.
+trait Fitted {
+    fn fitted(self, blocks: [usize; 2]) -> Kind;
+}
+
+impl Fitted for Kind {
     fn fitted(self, blocks: [usize; 2]) -> Kind {
         match self {
             Kind::Bsr(_) => Kind::Bsr(blocks),

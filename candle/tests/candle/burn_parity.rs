@@ -3,7 +3,7 @@
 //! agree, in f32 and f64, for CSR, coalesced COO and uncoalesced COO operands (the burn side's
 //! values gradient is per stored entry too), with empty rows and with no entries.
 
-mod common;
+use crate::common;
 
 use burn::tensor::{DType as BurnDtype, Device as BurnDevice, Int, Tensor as BurnTensor, TensorData};
 use candle_core::{DType, Tensor, Var};

@@ -4,7 +4,7 @@
 //! entries: huge sparse layers, dense ones, uniformity), Adam training that keeps the pattern,
 //! a save/load round trip through burn records, and tampered records refused by name.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::module::{Module, Param, ParamId};
 use burn::nn::LinearConfig;

@@ -3,7 +3,7 @@
 //! both index dtypes and uncoalesced COO input. Every result is compared with burn's dense ops
 //! or with an independent host computation; values are small integers, so comparisons are exact.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Tensor, TensorData};
 use common_ops::{dev, f32s, index_on, ints, numel, Rng};

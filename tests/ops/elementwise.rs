@@ -4,7 +4,7 @@
 //! `a + b` of uncoalesced tensors printed exactly; errors for mismatched operands; gradcheck of
 //! every op with respect to the sparse values and the dense operand.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Tensor};
 use common_ops::*;

@@ -3,7 +3,7 @@
 //! value's position, computed here from the raw index arrays, independently of the library's
 //! conversions; `gradcheck` passes for every conversion and fails for a wrong gradient.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Tensor, TensorData};
 use common_ops::{ad, assert_near, check_sparse_grad, f64s, flat, floats, index_on, ints, numel, Rng};

@@ -5,7 +5,7 @@
 //! tensors; the reference texts' `s[1]` and `s[1, 0, 1]`; errors for bad input; and `gradcheck`
 //! of every op with respect to the values (and of `sparse_mask` w.r.t. the dense input).
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use common_ops::{ad, check_sparse_grad, dev, flat, floats, halves_reversed, int_on, ints, Kind, Rng};

@@ -4,7 +4,7 @@
 //! still holding at most two non-zeros), a save/load round trip through burn records, and
 //! records with tampered metadata refused by name.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::module::{Module, Param, ParamId};
 use burn::nn::LinearConfig;

@@ -3,7 +3,7 @@
 //! CSC output, f32 and f64, errors for repeated offsets, a wrong number of diagonal rows and a
 //! blocked layout, and gradcheck with respect to the diagonals.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Tensor};
 use common_ops::*;

@@ -3,7 +3,7 @@
 //! every rejection path, the products against burn's dense matmul in every arrangement, and
 //! gradcheck of each op w.r.t. the kept values and the dense operand.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use common_ops::{ad, assert_near, flat, gradcheck_all, Rng};

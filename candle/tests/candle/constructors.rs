@@ -2,7 +2,7 @@
 //! position and value; never a panic), the unchecked forms, accessors, and the conversions
 //! (`coalesce`, `to_sparse_csr`, `to_sparse_coo`, `to_dense`) with their gradients.
 
-mod common;
+use crate::common;
 
 use candle_core::{DType, Device, Tensor, Var};
 use common::*;

@@ -4,7 +4,7 @@
 //! refusal of `cos`, `exp`, ... with torch's message; the reference's `b_s.sin()` and `b_s.cos()`;
 //! gradcheck of every op.
 
-mod common_ops;
+use crate::common_ops;
 
 use burn::tensor::{activation, DType, Tensor};
 use common_ops::*;

@@ -1,0 +1,14 @@
+//! The layer and loader tests (`sparsegrad::nn`), one module per topic, in one test binary:
+//! each binary links burn, so one binary here instead of one per file saves most of the link
+//! time of `cargo test`. Run one topic with a filter on its module, e.g.
+//! `cargo test --test nn sparse_linear::`.
+
+#[path = "../common_ops/mod.rs"]
+mod common_ops;
+
+mod gat;
+mod gcn;
+mod mnist;
+mod prune;
+mod semi_structured_linear;
+mod sparse_linear;
