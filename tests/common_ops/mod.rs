@@ -14,6 +14,14 @@ use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::nn::{SemiStructuredLinear, SparseLinear};
 use sparsegrad::prelude::*;
 
+/// Serialises the tests that draw from burn's process-wide random generator (layer
+/// initialisation, `device.seed`): in one test binary they run on parallel threads, and a draw of
+/// one between another's `seed` and its own draws would change the other's data.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub fn dev() -> Device {
     Device::flex()
 }

@@ -81,7 +81,8 @@ fn params(d_in: usize, f: usize, heads: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>,
 
 #[test]
 fn forward_matches_dense_attention() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let g = karate();
     let adj = pattern_f64(&g, &device);
     let (d_in, f, heads) = (5, 3, 2);
@@ -111,7 +112,8 @@ fn forward_matches_dense_attention() {
 
 #[test]
 fn gradcheck_weight_attention_and_features() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let g = karate();
     let adj = pattern_f64(&g, &device);
     let (d_in, f, heads) = (3, 2, 2);
@@ -145,7 +147,8 @@ struct TwoLayer {
 
 #[test]
 fn short_training_fits_every_node() {
-    let device = Device::flex().autodiff();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex().autodiff();
     device.seed(3);
     let g = karate();
     let adj = adjacency_with_self_loops(&g.edges, g.nodes, &device).unwrap();

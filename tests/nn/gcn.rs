@@ -45,7 +45,8 @@ fn features(n: usize, d: usize, device: &Device) -> Tensor<2> {
 
 #[test]
 fn karate_graph_loads() {
-    let g = karate();
+    let _serial = crate::common_ops::serial();
+let g = karate();
     assert_eq!((g.nodes, g.edges.len(), g.num_classes), (34, 78, 2));
     assert_eq!(g.labels.iter().filter(|&&l| l == 1).count(), 17);
     assert_eq!((g.labels[0], g.labels[33]), (0, 1));
@@ -53,7 +54,8 @@ fn karate_graph_loads() {
 
 #[test]
 fn forward_matches_dense_formula() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let g = karate();
     let adj = as_f64(&gcn_norm(&g.edges, g.nodes, &device).unwrap(), &device);
     assert_eq!(adj.nnz(), 2 * 78 + 34);
@@ -78,7 +80,8 @@ fn forward_matches_dense_formula() {
 
 #[test]
 fn gradcheck_layer_weight_and_features() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let g = karate();
     let adj = as_f64(&gcn_norm(&g.edges, g.nodes, &device).unwrap(), &device);
     let w = f64s((0..8).map(|i| (i as f64 - 3.5) / 4.0).collect(), [4, 2], &device);
@@ -120,7 +123,8 @@ struct TwoLayer {
 
 #[test]
 fn short_training_fits_every_node() {
-    let device = Device::flex().autodiff();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex().autodiff();
     device.seed(7);
     let g = karate();
     let adj = gcn_norm(&g.edges, g.nodes, &device).unwrap();
@@ -147,7 +151,8 @@ fn short_training_fits_every_node() {
 
 #[test]
 fn cora_planetoid_split_loads() {
-    let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
+    let _serial = crate::common_ops::serial();
+let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
     assert_eq!((g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes), (2708, 5278, 1433, 49216, 7));
     assert_eq!((g.train.len(), g.val.len(), g.test.len()), (140, 500, 1000));
     // Planetoid: train = nodes 0..140, 20 per class; val = 140..640.

@@ -29,7 +29,8 @@ fn weights(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
 
 #[test]
 fn two_four_hand_example() {
-    // Second group: |4| three times; the two earliest positions win the tie.
+    let _serial = crate::common_ops::serial();
+// Second group: |4| three times; the two earliest positions win the tie.
     let w = t(vec![1.0, -3.0, 2.0, 0.5, 4.0, 4.0, -4.0, 1.0, 0.0, 0.0, 0.0, 7.0, -1.0, 2.0, -3.0, 0.25], [2, 8]);
     assert_eq!(vals(prune_2_4(w.clone()).unwrap()), vec![0.0, -3.0, 2.0, 0.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0, 0.0, 2.0, -3.0, 0.0]);
     let mask = n_m_mask(&w, 2, 4).unwrap().into_data().try_to_vec::<bool>().unwrap();
@@ -43,7 +44,8 @@ fn two_four_hand_example() {
 
 #[test]
 fn n_m_rejects_bad_patterns_and_shapes() {
-    let w = t(vec![1.0; 12], [2, 6]);
+    let _serial = crate::common_ops::serial();
+let w = t(vec![1.0; 12], [2, 6]);
     let e = prune_2_4(w.clone()).unwrap_err();
     assert!(matches!(e, SparseError::InvalidArgument { operation: "prune_n_m", .. }), "{e}");
     assert!(e.to_string().contains("[2, 6]") && e.to_string().contains("m = 4"), "{e}");
@@ -58,7 +60,8 @@ fn n_m_rejects_bad_patterns_and_shapes() {
 
 #[test]
 fn n_m_keeps_exactly_n_largest_per_group() {
-    for (k, &(n, m)) in [(2, 4), (1, 2), (1, 4), (3, 8), (4, 4)].iter().enumerate() {
+    let _serial = crate::common_ops::serial();
+for (k, &(n, m)) in [(2, 4), (1, 2), (1, 4), (3, 8), (4, 4)].iter().enumerate() {
         let (rows, cols) = (5, 8 * m);
         let w = weights(rows, cols, k as u64);
         let pruned = vals(prune_n_m(t(w.clone(), [rows, cols]), n, m).unwrap());
@@ -75,7 +78,8 @@ fn n_m_keeps_exactly_n_largest_per_group() {
 
 #[test]
 fn magnitude_hand_example_and_ties() {
-    let w = t(vec![0.1, -5.0, 3.0, 2.0, -0.2, 4.0], [2, 3]);
+    let _serial = crate::common_ops::serial();
+let w = t(vec![0.1, -5.0, 3.0, 2.0, -0.2, 4.0], [2, 3]);
     assert_eq!(vals(prune_magnitude(w.clone(), 0.5).unwrap()), vec![0.0, -5.0, 3.0, 0.0, 0.0, 4.0]);
     assert_eq!(vals(prune_magnitude(w.clone(), 1.0).unwrap()), vals(w.clone()));
     assert_eq!(vals(prune_magnitude(w.clone(), 0.0).unwrap()), vec![0.0; 6]);
@@ -89,7 +93,8 @@ fn magnitude_hand_example_and_ties() {
 
 #[test]
 fn magnitude_rejects_densities_outside_unit_interval() {
-    let w = t(vec![1.0; 4], [2, 2]);
+    let _serial = crate::common_ops::serial();
+let w = t(vec![1.0; 4], [2, 2]);
     for d in [-0.1, 1.5, f64::NAN] {
         let e = prune_magnitude(w.clone(), d).unwrap_err();
         assert!(matches!(e, SparseError::InvalidArgument { operation: "prune_magnitude", .. }), "{e}");
@@ -101,7 +106,8 @@ fn magnitude_rejects_densities_outside_unit_interval() {
 
 #[test]
 fn magnitude_keeps_the_top_k() {
-    let (rows, cols) = (13, 21);
+    let _serial = crate::common_ops::serial();
+let (rows, cols) = (13, 21);
     let w = weights(rows, cols, 99);
     for density in [0.05, 0.1, 0.37, 0.9] {
         let pruned = vals(prune_magnitude(t(w.clone(), [rows, cols]), density).unwrap());
@@ -119,7 +125,8 @@ fn magnitude_keeps_the_top_k() {
 
 #[test]
 fn magnitude_csr_counts_kept_zeros() {
-    // Half of four zeros: two stored zeros at the first positions, so nnz depends only on the
+    let _serial = crate::common_ops::serial();
+// Half of four zeros: two stored zeros at the first positions, so nnz depends only on the
     // shape and the density.
     let csr = prune_magnitude_csr(&t(vec![0.0; 4], [2, 2]), 0.5).unwrap();
     assert_eq!(csr.nnz(), 2);
@@ -133,7 +140,8 @@ fn magnitude_csr_counts_kept_zeros() {
 
 #[test]
 fn pruned_weights_get_gradients_at_kept_entries_only() {
-    let device = Device::flex().autodiff();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex().autodiff();
     let w = Tensor::<2>::from_data(TensorData::new(vec![0.1f32, -5.0, 3.0, 2.0, -0.2, 4.0, 1.0, 1.5], [2, 4]), &device).require_grad();
     let g = prune_2_4(w.clone()).unwrap().sum().backward();
     assert_eq!(w.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(), vec![0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0]);

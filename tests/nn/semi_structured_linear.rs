@@ -34,7 +34,8 @@ fn assert_groups_at_most(w: Tensor<2>, limit: usize) {
 
 #[test]
 fn from_linear_is_the_pruned_dense_layer() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     // 300 inputs: a partial metadata word (300 = 18 * 16 + 12).
     let dense = LinearConfig::new(300, 7).init(&device);
     let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
@@ -56,7 +57,8 @@ fn from_linear_is_the_pruned_dense_layer() {
 
 #[test]
 fn errors_name_the_problem() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let err = SemiStructuredLinearConfig::new(6, 3).try_init(&device).unwrap_err();
     assert!(err.to_string().contains("not a multiple of the group size m = 4"), "{err}");
     let layer = SemiStructuredLinearConfig::new(8, 3).init(&device);
@@ -70,7 +72,8 @@ fn errors_name_the_problem() {
 
 #[test]
 fn gradcheck_values_bias_and_input() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let dense = LinearConfig::new(8, 3).init(&device);
     let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
     let values: Vec<f64> = layer.values.val().into_data().iter::<f64>().collect();
@@ -94,7 +97,8 @@ fn gradcheck_values_bias_and_input() {
 
 #[test]
 fn adam_training_stays_two_four_and_lowers_the_loss() {
-    let device = Device::flex().autodiff();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex().autodiff();
     device.seed(5);
     let init = || Net { l0: SemiStructuredLinearConfig::new(20, 16).init(&device), l1: SemiStructuredLinearConfig::new(16, 4).init(&device) };
     let model = init();
@@ -113,7 +117,8 @@ fn adam_training_stays_two_four_and_lowers_the_loss() {
 
 #[test]
 fn record_round_trip_restores_metadata_values_and_outputs() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let config = SemiStructuredLinearConfig::new(40, 6);
     device.seed(1);
     let layer = config.init(&device);
@@ -167,7 +172,8 @@ const OP: &str = "SemiStructuredTensor::from_parts";
 
 #[test]
 fn tampered_metadata_is_refused_naming_the_word() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let layer = small_layer(&device);
     assert_eq!(layer.metadata.val().dims(), [3, 1]);
     let x = input(2, 8, &device);
@@ -201,14 +207,16 @@ fn tampered_metadata_is_refused_naming_the_word() {
 #[test]
 #[should_panic(expected = "SemiStructuredLinear: the record does not make a valid layer: SemiStructuredTensor::from_parts: metadata row 0, group 0 (columns 0..3): slots 1 and 1 are not a 2:4 group")]
 fn load_record_panics_on_tampered_metadata() {
-    let device = Device::flex();
+    let _serial = crate::common_ops::serial();
+let device = Device::flex();
     let layer = small_layer(&device);
     let _ = layer.clone().load_record(record_of(&tampered(&layer, 0, 0x0045)));
 }
 
 #[test]
 fn tampered_metadata_inside_a_module_fails_on_first_use() {
-    // Loaded through `map`, which cannot fail: the first forward stops with the violation.
+    let _serial = crate::common_ops::serial();
+// Loaded through `map`, which cannot fail: the first forward stops with the violation.
     let device = Device::flex().autodiff();
     device.seed(4);
     let good = Net { l0: SemiStructuredLinearConfig::new(8, 4).init(&device), l1: SemiStructuredLinearConfig::new(4, 8).init(&device) };
@@ -231,7 +239,8 @@ fn tampered_metadata_inside_a_module_fails_on_first_use() {
 
 #[test]
 fn display_lists_the_parameters() {
-    let layer = small_layer(&Device::flex());
+    let _serial = crate::common_ops::serial();
+let layer = small_layer(&Device::flex());
     let text = layer.to_string();
     for part in ["SemiStructuredLinear {", "values: ParamTensor {rank: 2, shape: [3, 4], kind: float}", "metadata: ParamTensor {rank: 2, shape: [3, 1], kind: int}", "bias: ParamTensor {rank: 1, shape: [3], kind: float}", "d_input: 8", "params: 15"] {
         assert!(text.contains(part), "{part} not in {text}");
