@@ -1,8 +1,9 @@
-//! The benchmark: rebuilds the workloads of `../shared/anchors/WORKLOADS.md` bit for bit (it
+//! The benchmark: rebuilds the workloads of `docs/WORKLOADS.md` bit for bit (it
 //! prints their nnz and value sums as proof) and times sparsegrad on them. Median of several runs
 //! after a warm-up. A table by default; `--json` prints one JSON object per line
 //! (`{"op":..., "workload":..., "ms":..., "gflops":...}`). Compare ratios against
-//! `python ../shared/anchors/anchors.py` run on the same machine, close in time.
+//! `python bench/anchors.py` (PyTorch and scipy on the same workloads) run on the same machine,
+//! close in time.
 //!
 //! `--sums` prints, for every op, the sum of its output's values and a hash of their bits
 //! instead of timing it: two builds whose sums and hashes agree computed bit-identical outputs.
@@ -151,7 +152,7 @@ struct Gcn2 {
     l1: sparsegrad::nn::GcnConv,
 }
 
-/// One GCN training step on Cora (forward, backward, Adam), as `../shared/anchors/anchor_gcn.py`
+/// One GCN training step on Cora (forward, backward, Adam), as `bench/anchor_gcn.py`
 /// (which trains on dense features; here they stay sparse).
 fn gcn_step(bench: &Bench) {
     use burn::nn::loss::CrossEntropyLossConfig;

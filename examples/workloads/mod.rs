@@ -1,4 +1,4 @@
-//! The benchmark workloads of `../shared/anchors/WORKLOADS.md`, rebuilt bit for bit: a
+//! The benchmark workloads of `docs/WORKLOADS.md`, rebuilt bit for bit: a
 //! counter-based splitmix64 stream, so Rust and Python draw the same numbers.
 
 #![allow(dead_code)]

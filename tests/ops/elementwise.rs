@@ -1,4 +1,4 @@
-//! Arithmetic on sparse tensors (SPEC section 3): sparse ± sparse, sparse ⊙ sparse, sparse ⊙
+//! Arithmetic on sparse tensors (docs/SPEC.md section 3): sparse ± sparse, sparse ⊙ sparse, sparse ⊙
 //! dense, sparse + dense, scalars, `neg`, `pow`. Every op against the same op of burn on the dense
 //! tensors, on every layout pair, f32 and f64, hybrid and empty tensors; the torch reference
 //! `a + b` of uncoalesced tensors printed exactly; errors for mismatched operands; gradcheck of

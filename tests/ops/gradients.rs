@@ -1,4 +1,4 @@
-//! Gradients through the conversions (SPEC sections 2 and 4) on `Device::flex().autodiff()` in
+//! Gradients through the conversions (docs/SPEC.md sections 2 and 4) on `Device::flex().autodiff()` in
 //! f64: the gradient of `sum(W * to_dense(x))` with respect to the stored values is `W` at each
 //! value's position, computed here from the raw index arrays, independently of the library's
 //! conversions; `gradcheck` passes for every conversion and fails for a wrong gradient.

@@ -1,4 +1,4 @@
-//! The invariants of SPEC section 1 as checked by the constructors and conversions: one test per
+//! The invariants of docs/SPEC.md section 1 as checked by the constructors and conversions: one test per
 //! violation, asserting the exact `SparseError` (variant, component, position, value) and its
 //! Display text; and the `*_unchecked` constructors, which take the contents as given.
 

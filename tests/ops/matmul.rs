@@ -1,4 +1,4 @@
-//! The matmul family (SPEC section 3) against dense references computed with burn's own dense
+//! The matmul family (docs/SPEC.md section 3) against dense references computed with burn's own dense
 //! ops: every op, every layout accepted as the sparse operand (COO coalesced and with duplicate
 //! entries, CSR, CSC, BSR, BSC), f32 and f64 values, i32 and i64 indices, empty rows, an empty
 //! operand, and `n` on both sides of the kernel's 64-column tile. Also: the backward of `mm` on a

@@ -1,4 +1,4 @@
-//! Gradients of the matmul family (SPEC section 4): `gradcheck` (central differences in f64 on
+//! Gradients of the matmul family (docs/SPEC.md section 4): `gradcheck` (central differences in f64 on
 //! `Device::flex().autodiff()`) of every differentiable op on every layout of the sparse operand,
 //! with respect to the sparse values (masked semantics: only stored values are perturbed) and the
 //! dense operands, including empty rows, uncoalesced COO, empty operands and batches; and the

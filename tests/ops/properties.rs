@@ -1,4 +1,4 @@
-//! Property tests of the layouts and conversions (SPEC sections 1 and 2) over random shapes
+//! Property tests of the layouts and conversions (docs/SPEC.md sections 1 and 2) over random shapes
 //! (zero-size dims included), densities (0 and 1 included), batch and dense dims, block sizes,
 //! both index dtypes and uncoalesced COO input. Every result is compared with burn's dense ops
 //! or with an independent host computation; values are small integers, so comparisons are exact.
@@ -213,7 +213,7 @@ fn compressed_layout() -> impl Strategy<Value = Layout> {
     prop_oneof![Just(Layout::Csr), Just(Layout::Csc), Just(Layout::Bsr), Just(Layout::Bsc)]
 }
 
-/// Checks the compressed invariants of SPEC section 1 on the raw index arrays, independently of
+/// Checks the compressed invariants of docs/SPEC.md section 1 on the raw index arrays, independently of
 /// the library's validator, and the folded shapes of indices and values.
 fn check_compressed<const D: usize>(s: &SparseTensor<D>) {
     let (c, p) = s.compressed_indices_flat().expect("compressed layout");

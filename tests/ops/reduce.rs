@@ -1,4 +1,4 @@
-//! Sums (SPEC section 3, torch's `torch.sparse.sum`): `sum()` of everything, `sparse::sum` over
+//! Sums (docs/SPEC.md section 3, torch's `torch.sparse.sum`): `sum()` of everything, `sparse::sum` over
 //! dims with a sparse result, `sparse::sum_to_dense` with a dense one, against burn's sums of the
 //! dense tensor on every layout, f32 and f64, hybrid, batched and empty tensors; errors for bad
 //! dims and ranks; gradcheck of each.

@@ -1,4 +1,4 @@
-//! Every printed example of the reference texts (`shared/reference/`) that this crate covers,
+//! Every printed example of the reference texts (docs/REFERENCES.md) that this crate covers,
 //! reproduced with the same inputs: torch.sparse 1.11 (English) and 2.x (Russian; the `>>>`
 //! examples), Julia's `SparseArrayCOO` and TensorFlow Scala's `SparseTensor`.
 //!

@@ -1,4 +1,4 @@
-//! Semi-structured (2:4) tensors (SPEC section 5): the reference's examples (torch.sparse 2.x,
+//! Semi-structured (2:4) tensors (docs/SPEC.md section 5): the reference's examples (torch.sparse 2.x,
 //! "Разреженные полуструктурированные тензоры"), compression round trips for every dtype,
 //! every rejection path, the products against burn's dense matmul in every arrangement, and
 //! gradcheck of each op w.r.t. the kept values and the dense operand.

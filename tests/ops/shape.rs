@@ -1,4 +1,4 @@
-//! Shape and indexing ops (SPEC section 3): `permute`, `unsqueeze`, `index_select`, `select`,
+//! Shape and indexing ops (docs/SPEC.md section 3): `permute`, `unsqueeze`, `index_select`, `select`,
 //! `at`, `narrow`, `sparse::cat`, `stack`, `hstack`, `vstack`, `sparse_mask` and `reshape`, each
 //! against burn's dense op on the tensor's `to_dense()` (values only move, so results are
 //! exact) on every layout it accepts, f32 and f64, uncoalesced COO, hybrid values and empty

@@ -1,4 +1,4 @@
-//! `sparse::softmax` and `sparse::log_softmax` (SPEC sections 3 and 4) against a dense reference
+//! `sparse::softmax` and `sparse::log_softmax` (docs/SPEC.md sections 3 and 4) against a dense reference
 //! computed with burn's own softmax on a dense tensor holding -inf at every unspecified position,
 //! compared at the stored positions: every layout (COO, uncoalesced COO, CSR, CSC, BSR, BSC),
 //! every indexed dim, dense dims of hybrid tensors, batches, f32 and f64, empty tensors and

@@ -1,4 +1,4 @@
-//! `sparse::spdiags` (SPEC section 3): every example of `reference/torch-sparse-spdiags.ru.txt`
+//! `sparse::spdiags` (docs/SPEC.md section 3): every example of the torch.sparse.spdiags documentation (docs/REFERENCES.md)
 //! reproduced exactly (reprs translated to our conventions: float values, no `torch.` prefix),
 //! CSC output, f32 and f64, errors for repeated offsets, a wrong number of diagonal rows and a
 //! blocked layout, and gradcheck with respect to the diagonals.

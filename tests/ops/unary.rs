@@ -1,4 +1,4 @@
-//! Zero-preserving unary ops (SPEC section 3) on every layout against burn's op on the dense
+//! Zero-preserving unary ops (docs/SPEC.md section 3) on every layout against burn's op on the dense
 //! tensor (host `f64` functions where burn has none: `expm1`, `erfinv`), f32 and f64, hybrid and
 //! empty tensors; uncoalesced COO is coalesced before nonlinear ops; predicates as 1.0 / 0.0;
 //! refusal of `cos`, `exp`, ... with torch's message; the reference's `b_s.sin()` and `b_s.cos()`;
