@@ -222,7 +222,10 @@ fn transposes<const D: usize>(c: &Case, dtype: DType, seed: u64) {
     }
 }
 
-fn case_strategy() -> impl Strategy<Value = (Vec<usize>, [usize; 2], [usize; 2], Vec<usize>, f64, DType, u64)> {
+/// A random case: shape, two dims, a block size, dense dims, density, index dtype, seed.
+type CaseParams = (Vec<usize>, [usize; 2], [usize; 2], Vec<usize>, f64, DType, u64);
+
+fn case_strategy() -> impl Strategy<Value = CaseParams> {
     (
         prop::collection::vec(1..=2usize, 0..=1),
         [1..=2usize, 1..=2usize],
@@ -331,7 +334,7 @@ fn gradcheck_passes_for_dense_to_every_layout() {
             let d: Tensor<3> = (v[0].clone() * m).reshape([4, 4, 2]);
             flat(d.to_sparse_with(spec).unwrap().to_dense())
         };
-        let report = gradcheck(f, &[input.clone()], GradcheckOptions::default()).unwrap_or_else(|e| panic!("{l}: {e}"));
+        let report = gradcheck(f, std::slice::from_ref(&input), GradcheckOptions::default()).unwrap_or_else(|e| panic!("{l}: {e}"));
         assert_eq!(report.checked, 32);
     }
 }
@@ -343,7 +346,7 @@ fn gradcheck_fails_for_a_wrong_gradient() {
     let n = coo.nnz();
     let input = GradInput::sparse("values", &coo);
     // Detached values: autodiff sees no dependence, central differences do.
-    let err = gradcheck(|v| flat(coo.with_values(v[0].clone().reshape([n, 1]).detach()).to_sparse_csr().unwrap().to_dense()), &[input.clone()], GradcheckOptions::default()).unwrap_err();
+    let err = gradcheck(|v| flat(coo.with_values(v[0].clone().reshape([n, 1]).detach()).to_sparse_csr().unwrap().to_dense()), std::slice::from_ref(&input), GradcheckOptions::default()).unwrap_err();
     assert_eq!((err.worst.input.as_str(), err.failures, err.checked), ("values", n, n));
     assert_eq!(err.worst.analytic, 0.0);
     // Two inputs, only the second one wrong: the report names it.

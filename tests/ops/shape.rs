@@ -73,7 +73,7 @@ fn reference_indexing_examples() {
     assert_eq!(six.dims(), [1]);
     assert_eq!(six.into_scalar::<f32>(), 6.0);
     assert_eq!(floats(s.at::<1>(&[1, 0])), vec![5.0, 6.0]);
-    assert_eq!(floats(s.at::<1>(&[1, 0]).slice([1..2])), vec![6.0], "s[1, 0, 1:]");
+    assert_eq!(floats(s.at::<1>(&[1, 0]).narrow(0, 1, 1)), vec![6.0], "s[1, 0, 1:]");
     assert_eq!(floats(s.at::<1>(&[0, 1])), vec![0.0, 0.0], "unspecified");
 }
 

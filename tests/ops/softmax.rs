@@ -239,7 +239,7 @@ fn gradcheck_softmax<const D: usize>(s: &SparseTensor<D>, dim: usize, what: &str
                 let y = if log { sp::log_softmax(&x, dim) } else { sp::softmax(&x, dim) };
                 if via_dense { flat(y.to_dense()) } else { flat(y.values_flat()) }
             };
-            let report = gradcheck(f, &[input.clone()], GradcheckOptions::default());
+            let report = gradcheck(f, std::slice::from_ref(&input), GradcheckOptions::default());
             let report = report.unwrap_or_else(|e| panic!("{what} dim {dim} log {log} dense {via_dense}: {e}"));
             assert_eq!(report.checked, numel(&dims));
         }
