@@ -29,11 +29,19 @@ impl Bench {
     }
 
     /// Times `f` ([`time`] with `reps` runs), or with `--sums` prints the checksum of its output.
-    fn run<const D: usize>(&self, op: &str, workload: &str, reps: usize, flops: Option<f64>, mut f: impl FnMut() -> Tensor<D>) -> f64 {
+    fn run<const D: usize>(
+        &self,
+        op: &str,
+        workload: &str,
+        reps: usize,
+        flops: Option<f64>,
+        mut f: impl FnMut() -> Tensor<D>,
+    ) -> f64 {
         if self.sums {
             let values: Vec<f64> = f().into_data().iter::<f64>().collect();
             let sum: f64 = values.iter().sum();
-            let hash = values.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, v| (h ^ v.to_bits()).wrapping_mul(0x100_0000_01b3));
+            let hash =
+                values.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, v| (h ^ v.to_bits()).wrapping_mul(0x100_0000_01b3));
             println!("{op:<28} {workload:<24} sum {sum:.17e} hash {hash:016x}");
             return 0.0;
         }
@@ -96,7 +104,9 @@ fn dense(rows: usize, cols: usize, seed: u64, device: &Device) -> Tensor<2> {
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
@@ -112,7 +122,12 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
         bench.run("spmm_coo", name, 7, Some(flops), || sparse::mm(&coo, x.clone()));
         // The Rust peer on the same matrix and operand (timed only).
         if !bench.sums {
-            let csmat = sprs::CsMat::new((a.rows, a.cols), a.crow.iter().map(|&v| v as usize).collect(), a.col.iter().map(|&v| v as usize).collect(), a.val.clone());
+            let csmat = sprs::CsMat::new(
+                (a.rows, a.cols),
+                a.crow.iter().map(|&v| v as usize).collect(),
+                a.col.iter().map(|&v| v as usize).collect(),
+                a.val.clone(),
+            );
             let xs = ndarray::Array2::from_shape_vec((a.cols, n), workloads::dense(a.cols, n, xseed)).expect("shape");
             let ms = time(7, || &csmat * &xs);
             bench.report("spmm_csr_sprs", name, ms, Some(flops));
@@ -121,7 +136,9 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
     if bench.wants("sddmm") {
         let l = dense(a.rows, n, xseed + 100, &device);
         let r = dense(n, a.cols, xseed + 200, &device);
-        bench.run("sddmm", name, 7, Some(flops), || sparse::sampled_addmm(&s, l.clone(), r.clone(), 0.0, 1.0).values_flat());
+        bench.run("sddmm", name, 7, Some(flops), || {
+            sparse::sampled_addmm(&s, l.clone(), r.clone(), 0.0, 1.0).values_flat()
+        });
     }
     if bench.wants("mm_fwd_bwd") {
         let ad = Device::flex().autodiff();
@@ -162,9 +179,18 @@ fn gcn_step(bench: &Bench) {
     let device = Device::flex().autodiff();
     let adj = gcn_norm(&g.edges, g.nodes, &device).expect("valid graph");
     let x = g.features_csr(&device);
-    let train = Tensor::<1, Int>::from_data(TensorData::new(g.train.iter().map(|&i| i as i64).collect::<Vec<_>>(), [g.train.len()]), (&device, DType::I64));
-    let labels = Tensor::<1, Int>::from_data(TensorData::new(g.train.iter().map(|&i| g.labels[i] as i64).collect::<Vec<_>>(), [g.train.len()]), &device);
-    let mut model = Some(Gcn2 { l0: GcnConvConfig::new(g.num_features, 16).init(&device), l1: GcnConvConfig::new(16, g.num_classes).init(&device) });
+    let train = Tensor::<1, Int>::from_data(
+        TensorData::new(g.train.iter().map(|&i| i as i64).collect::<Vec<_>>(), [g.train.len()]),
+        (&device, DType::I64),
+    );
+    let labels = Tensor::<1, Int>::from_data(
+        TensorData::new(g.train.iter().map(|&i| g.labels[i] as i64).collect::<Vec<_>>(), [g.train.len()]),
+        &device,
+    );
+    let mut model = Some(Gcn2 {
+        l0: GcnConvConfig::new(g.num_features, 16).init(&device),
+        l1: GcnConvConfig::new(16, g.num_classes).init(&device),
+    });
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
     let ms = time(20, || {
@@ -190,11 +216,16 @@ fn linear_2_4(bench: &Bench, device: &Device) {
         let ws = SemiStructuredTensor::from_dense(w.clone(), SemiPattern::TwoFour).expect("2:4 after pruning");
         let shape = format!("M={m} K={k} N={n}");
         let flops = 2.0 * (m * k * n) as f64;
-        let dense_ms = bench.run("linear_dense_burn", &shape, 7, Some(flops), || x.clone().matmul(w.clone().transpose()));
+        let dense_ms =
+            bench.run("linear_dense_burn", &shape, 7, Some(flops), || x.clone().matmul(w.clone().transpose()));
         // Dense-equivalent GFLOP/s: the 2:4 product does half the multiply-adds.
         let semi_ms = bench.run("linear_2:4", &shape, 7, Some(flops), || linear(x.clone(), &ws, None));
         if !bench.json && !bench.sums {
-            println!("{:<28} {shape:<24} {:10.2}x faster than burn's dense matmul", "linear_2:4 / dense", dense_ms / semi_ms);
+            println!(
+                "{:<28} {shape:<24} {:10.2}x faster than burn's dense matmul",
+                "linear_2:4 / dense",
+                dense_ms / semi_ms
+            );
         }
     }
 }
@@ -260,7 +291,9 @@ fn main() {
         // torch.sparse.softmax(A_coo, 1) on powerlaw100k (anchor 26.9 ms): a coalesced COO input.
         if let Some((name, a, _, _)) = built.iter().find(|b| b.0 == "powerlaw100k") {
             let s = csr_tensor(a, &device).to_sparse_coo();
-            bench.run("softmax", &format!("{name} COO dim 1"), 5, None, || sparsegrad::sparse::softmax(&s, 1).values_flat());
+            bench.run("softmax", &format!("{name} COO dim 1"), 5, None, || {
+                sparsegrad::sparse::softmax(&s, 1).values_flat()
+            });
         }
     }
 }

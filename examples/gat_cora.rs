@@ -11,7 +11,9 @@ use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{activation::elu, DType, Device, Int, Tensor, TensorData};
-use sparsegrad::nn::{adjacency_with_self_loops, sparse_dropout, dense_dropout, GatConv, GatConvConfig, MaskRng, Planetoid};
+use sparsegrad::nn::{
+    adjacency_with_self_loops, dense_dropout, sparse_dropout, GatConv, GatConvConfig, MaskRng, Planetoid,
+};
 use sparsegrad::prelude::*;
 use std::io::Write;
 
@@ -56,7 +58,12 @@ fn evaluate(logits: &Tensor<2>, nodes: &Tensor<1, Int>, labels: &Tensor<1, Int>,
 
 fn l2(model: &Gat) -> Tensor<1> {
     let sq = |t: Tensor<2>| (t.clone() * t).sum();
-    sq(model.l0.weight.val()) + sq(model.l0.att_src.val()) + sq(model.l0.att_dst.val()) + sq(model.l1.weight.val()) + sq(model.l1.att_src.val()) + sq(model.l1.att_dst.val())
+    sq(model.l0.weight.val())
+        + sq(model.l0.att_src.val())
+        + sq(model.l0.att_dst.val())
+        + sq(model.l1.weight.val())
+        + sq(model.l1.att_src.val())
+        + sq(model.l1.att_dst.val())
 }
 
 fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &SparseTensor<2>, x: &SparseTensor<2>, device: &Device) -> f64 {
@@ -67,7 +74,12 @@ fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &SparseTensor<2>, x: &Spars
     };
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
     let mut rng = MaskRng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x6A7);
-    let split = |nodes: &[usize]| (ids(nodes, device, Some(DType::I64)), ids(&nodes.iter().map(|&i| g.labels[i]).collect::<Vec<_>>(), device, None));
+    let split = |nodes: &[usize]| {
+        (
+            ids(nodes, device, Some(DType::I64)),
+            ids(&nodes.iter().map(|&i| g.labels[i]).collect::<Vec<_>>(), device, None),
+        )
+    };
     let ((tr_n, tr_l), (va_n, va_l), (te_n, te_l)) = (split(&g.train), split(&g.val), split(&g.test));
     let (mut best, mut best_model, mut waited) = (f64::INFINITY, model.clone(), 0);
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -51,7 +51,10 @@ struct Split {
 fn split(g: &Planetoid, nodes: &[usize], device: &Device) -> Split {
     let labels: Vec<usize> = nodes.iter().map(|&i| g.labels[i]).collect();
     // Labels in the device's default Int dtype, the one `argmax` returns.
-    let labels = Tensor::from_data(TensorData::new(labels.iter().map(|&l| l as i64).collect::<Vec<_>>(), [labels.len()]), device);
+    let labels = Tensor::from_data(
+        TensorData::new(labels.iter().map(|&l| l as i64).collect::<Vec<_>>(), [labels.len()]),
+        device,
+    );
     Split { nodes: ids(nodes, device), labels, n: nodes.len() }
 }
 
@@ -70,9 +73,19 @@ struct Curves {
     val_acc: Vec<f64>,
 }
 
-fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &SparseTensor<2>, x: &SparseTensor<2>, device: &Device) -> (f64, Vec<f64>, Curves) {
+fn run(
+    seed: u64,
+    epochs: usize,
+    g: &Planetoid,
+    adj: &SparseTensor<2>,
+    x: &SparseTensor<2>,
+    device: &Device,
+) -> (f64, Vec<f64>, Curves) {
     device.seed(seed);
-    let mut model = Gcn { l0: GcnConvConfig::new(g.num_features, 16).init(device), l1: GcnConvConfig::new(16, g.num_classes).init(device) };
+    let mut model = Gcn {
+        l0: GcnConvConfig::new(g.num_features, 16).init(device),
+        l1: GcnConvConfig::new(16, g.num_classes).init(device),
+    };
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
     let mut rng = MaskRng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1CE);
     let (train, val, test) = (split(g, &g.train, device), split(g, &g.val, device), split(g, &g.test, device));
@@ -97,7 +110,13 @@ fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &SparseTensor<2>, x: &Spars
         curves.val_acc.push(val_acc);
         let bar = (epoch + 1) * 30 / epochs;
         if tty {
-            eprint!("\rseed {seed:2} [{}{}] {:3}/{epochs} val loss {val_loss:.4} val acc {:5.1} %", "#".repeat(bar), ".".repeat(30 - bar), epoch + 1, val_acc * 100.0);
+            eprint!(
+                "\rseed {seed:2} [{}{}] {:3}/{epochs} val loss {val_loss:.4} val acc {:5.1} %",
+                "#".repeat(bar),
+                ".".repeat(30 - bar),
+                epoch + 1,
+                val_acc * 100.0
+            );
             let _ = std::io::stderr().flush();
         }
         let window = &curves.val_loss[curves.val_loss.len().saturating_sub(10)..];
@@ -108,7 +127,12 @@ fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &SparseTensor<2>, x: &Spars
         }
     }
     let (_, test_acc) = evaluate(&model.forward(adj, x, None), &test, device);
-    eprintln!("{}seed {seed:2}: {} epochs, test accuracy {:.2} %", if tty { "\n" } else { "" }, curves.val_loss.len(), test_acc * 100.0);
+    eprintln!(
+        "{}seed {seed:2}: {} epochs, test accuracy {:.2} %",
+        if tty { "\n" } else { "" },
+        curves.val_loss.len(),
+        test_acc * 100.0
+    );
     (test_acc, step_ms, curves)
 }
 
@@ -145,8 +169,20 @@ fn main() {
         steps.extend(ms);
         if seed == 0 {
             let mut canvas = plot::Canvas::new(900, 360);
-            canvas.panel((30, 20, 400, 310), &[plot::Series { values: &curves.train_loss, rgb: [200, 40, 40] }, plot::Series { values: &curves.val_loss, rgb: [40, 40, 200] }]);
-            canvas.panel((470, 20, 400, 310), &[plot::Series { values: &curves.train_acc, rgb: [200, 40, 40] }, plot::Series { values: &curves.val_acc, rgb: [40, 40, 200] }]);
+            canvas.panel(
+                (30, 20, 400, 310),
+                &[
+                    plot::Series { values: &curves.train_loss, rgb: [200, 40, 40] },
+                    plot::Series { values: &curves.val_loss, rgb: [40, 40, 200] },
+                ],
+            );
+            canvas.panel(
+                (470, 20, 400, 310),
+                &[
+                    plot::Series { values: &curves.train_acc, rgb: [200, 40, 40] },
+                    plot::Series { values: &curves.val_acc, rgb: [40, 40, 200] },
+                ],
+            );
             match canvas.save_png(std::path::Path::new(&png)) {
                 Ok(()) => println!("curves of seed 0 (left: loss, right: accuracy; red train, blue validation): {png}"),
                 Err(e) => eprintln!("could not write {png}: {e}"),

@@ -24,7 +24,12 @@ fn to_candle(s: &SparseTensor<2>) -> Result<CandleSparse> {
     let values: Vec<f32> = s.values_flat().into_data().iter::<f32>().collect();
     let dev = Device::Cpu;
     let (n, nnz) = (crow.len(), col.len());
-    let t = CandleSparse::csr(&Tensor::from_vec(crow, n, &dev)?, &Tensor::from_vec(col, nnz, &dev)?, Tensor::from_vec(values, nnz, &dev)?, s.shape());
+    let t = CandleSparse::csr(
+        &Tensor::from_vec(crow, n, &dev)?,
+        &Tensor::from_vec(col, nnz, &dev)?,
+        Tensor::from_vec(values, nnz, &dev)?,
+        s.shape(),
+    );
     t.map_err(sparsegrad::candle::candle_core::Error::wrap)
 }
 
@@ -52,7 +57,9 @@ impl Gcn {
     fn forward(&self, adj: &CandleSparse, x: &CandleSparse, train: Option<&mut MaskRng>) -> Result<Tensor> {
         match train {
             Some(rng) => {
-                let x = x.with_values(dropout(x.values(), 0.5, rng)?).map_err(sparsegrad::candle::candle_core::Error::wrap)?;
+                let x = x
+                    .with_values(dropout(x.values(), 0.5, rng)?)
+                    .map_err(sparsegrad::candle::candle_core::Error::wrap)?;
                 let h = mm(adj, &mm(&x, self.w0.as_tensor())?)?.relu()?;
                 mm(adj, &dropout(&h, 0.5, rng)?.matmul(self.w1.as_tensor())?)
             }
@@ -73,7 +80,8 @@ struct Adam {
 
 impl Adam {
     fn new(lr: f64, params: &[&Var]) -> Result<Self> {
-        let moments = params.iter().map(|p| Ok(((*p).clone(), p.zeros_like()?, p.zeros_like()?))).collect::<Result<_>>()?;
+        let moments =
+            params.iter().map(|p| Ok(((*p).clone(), p.zeros_like()?, p.zeros_like()?))).collect::<Result<_>>()?;
         Ok(Self { lr, step: 0, moments })
     }
 
@@ -101,7 +109,10 @@ struct Split {
 fn split(g: &Planetoid, nodes: &[usize]) -> Result<Split> {
     let ids: Vec<u32> = nodes.iter().map(|&i| i as u32).collect();
     let labels: Vec<u32> = nodes.iter().map(|&i| g.labels[i] as u32).collect();
-    Ok(Split { nodes: Tensor::from_vec(ids, nodes.len(), &Device::Cpu)?, labels: Tensor::from_vec(labels, nodes.len(), &Device::Cpu)? })
+    Ok(Split {
+        nodes: Tensor::from_vec(ids, nodes.len(), &Device::Cpu)?,
+        labels: Tensor::from_vec(labels, nodes.len(), &Device::Cpu)?,
+    })
 }
 
 /// Cross-entropy (mean over the split) and accuracy of `logits` on a split.
@@ -113,7 +124,13 @@ fn evaluate(logits: &Tensor, s: &Split) -> Result<(Tensor, f64)> {
     Ok((loss, correct))
 }
 
-fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &CandleSparse, x: &CandleSparse) -> Result<(f64, usize, Vec<f64>)> {
+fn run(
+    seed: u64,
+    epochs: usize,
+    g: &Planetoid,
+    adj: &CandleSparse,
+    x: &CandleSparse,
+) -> Result<(f64, usize, Vec<f64>)> {
     let mut init = MaskRng::new(seed);
     let model = Gcn { w0: glorot(g.num_features, 16, &mut init)?, w1: glorot(16, g.num_classes, &mut init)? };
     let mut adam = Adam::new(0.01, &[&model.w0, &model.w1])?;
@@ -133,7 +150,13 @@ fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &CandleSparse, x: &CandleSp
         let val_loss = val_loss.to_scalar::<f32>()? as f64;
         if tty {
             let bar = (epoch + 1) * 30 / epochs;
-            eprint!("\rseed {seed:2} [{}{}] {:3}/{epochs} val loss {val_loss:.4} val acc {:5.1} %", "#".repeat(bar), ".".repeat(30 - bar), epoch + 1, val_acc * 100.0);
+            eprint!(
+                "\rseed {seed:2} [{}{}] {:3}/{epochs} val loss {val_loss:.4} val acc {:5.1} %",
+                "#".repeat(bar),
+                ".".repeat(30 - bar),
+                epoch + 1,
+                val_acc * 100.0
+            );
             let _ = std::io::stderr().flush();
         }
         let window = &val_losses[val_losses.len().saturating_sub(10)..];
@@ -144,7 +167,12 @@ fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &CandleSparse, x: &CandleSp
         }
     }
     let (_, test_acc) = evaluate(&model.forward(adj, x, None)?, &test)?;
-    eprintln!("{}seed {seed:2}: {} epochs, test accuracy {:.2} %", if tty { "\n" } else { "" }, val_losses.len(), test_acc * 100.0);
+    eprintln!(
+        "{}seed {seed:2}: {} epochs, test accuracy {:.2} %",
+        if tty { "\n" } else { "" },
+        val_losses.len(),
+        test_acc * 100.0
+    );
     Ok((test_acc, val_losses.len(), step_ms))
 }
 
@@ -158,7 +186,14 @@ fn main() -> Result<()> {
     let epochs: usize = arg(&args, "--epochs", 200);
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cora");
     let g = Planetoid::load(&data, "cora").expect("data/cora holds the Planetoid export of Cora");
-    println!("Cora: {} nodes, {} edges, {} features ({} stored), {} classes", g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes);
+    println!(
+        "Cora: {} nodes, {} edges, {} features ({} stored), {} classes",
+        g.nodes,
+        g.edges.len(),
+        g.num_features,
+        g.features.len(),
+        g.num_classes
+    );
     // The loaders build burn tensors; their CSR arrays move to candle once.
     let burn_device = burn::tensor::Device::flex();
     let adj = to_candle(&gcn_norm(&g.edges, g.nodes, &burn_device).expect("valid graph"))?;

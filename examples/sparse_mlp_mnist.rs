@@ -21,7 +21,9 @@ use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{activation::relu, Device, Tensor};
-use sparsegrad::nn::{MaskRng, Mnist, MnistSplit, SemiStructuredLinear, SemiStructuredLinearConfig, SparseLinear, SparseLinearConfig};
+use sparsegrad::nn::{
+    MaskRng, Mnist, MnistSplit, SemiStructuredLinear, SemiStructuredLinearConfig, SparseLinear, SparseLinearConfig,
+};
 use std::io::Write;
 use std::time::Instant;
 
@@ -49,7 +51,9 @@ impl Variant {
         match self {
             Variant::Dense => Hidden::Dense(LinearConfig::new(d_input, d_output).init(device)),
             Variant::Semi24 => Hidden::Semi(SemiStructuredLinearConfig::new(d_input, d_output).init(device)),
-            Variant::Sparse90 => Hidden::Sparse(SparseLinearConfig::new(d_input, d_output).with_density(0.1).with_seed(Some(seed)).init(device)),
+            Variant::Sparse90 => Hidden::Sparse(
+                SparseLinearConfig::new(d_input, d_output).with_density(0.1).with_seed(Some(seed)).init(device),
+            ),
         }
     }
 }
@@ -82,7 +86,8 @@ impl Hidden {
 
 fn linear_bytes(l: &Linear) -> usize {
     let w = l.weight.val();
-    w.shape().num_elements() * w.dtype().size() + l.bias.as_ref().map_or(0, |b| b.val().shape().num_elements() * b.val().dtype().size())
+    w.shape().num_elements() * w.dtype().size()
+        + l.bias.as_ref().map_or(0, |b| b.val().shape().num_elements() * b.val().dtype().size())
 }
 
 #[derive(Module, Debug)]
@@ -93,7 +98,11 @@ struct Mlp {
 
 impl Mlp {
     fn new(variant: Variant, sizes: &[usize], seed: u64, device: &Device) -> Self {
-        let hidden = sizes.windows(2).enumerate().map(|(i, w)| variant.hidden(w[0], w[1], seed * 1000 + i as u64, device)).collect();
+        let hidden = sizes
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| variant.hidden(w[0], w[1], seed * 1000 + i as u64, device))
+            .collect();
         let last = *sizes.last().expect("at least the input size");
         Mlp { hidden, output: LinearConfig::new(last, 10).init(device) }
     }
@@ -166,7 +175,14 @@ fn train(variant: Variant, data: &Mnist, o: &Options) -> Outcome {
             }
             if tty && (step % 20 == 0 || step + 1 == steps) {
                 let bar = (step + 1) * 30 / steps;
-                eprint!("\r{:8} epoch {:2}/{} [{}{}] loss {last_loss:.4}", variant.name(), epoch + 1, o.epochs, "#".repeat(bar), ".".repeat(30 - bar));
+                eprint!(
+                    "\r{:8} epoch {:2}/{} [{}{}] loss {last_loss:.4}",
+                    variant.name(),
+                    epoch + 1,
+                    o.epochs,
+                    "#".repeat(bar),
+                    ".".repeat(30 - bar)
+                );
                 let _ = std::io::stderr().flush();
             }
         }
@@ -176,10 +192,20 @@ fn train(variant: Variant, data: &Mnist, o: &Options) -> Outcome {
         if tty {
             eprint!("\r{}\r", " ".repeat(72));
         }
-        eprintln!("{:8} epoch {:2}/{}: {elapsed:6.1} s, last batch loss {last_loss:.4}, test accuracy {:.2} %", variant.name(), epoch + 1, o.epochs, acc * 100.0);
+        eprintln!(
+            "{:8} epoch {:2}/{}: {elapsed:6.1} s, last batch loss {last_loss:.4}, test accuracy {:.2} %",
+            variant.name(),
+            epoch + 1,
+            o.epochs,
+            acc * 100.0
+        );
     }
     let model = model.valid();
-    Outcome { accuracy: accuracy(&model, &data.test, &plain), memory: model.memory_bytes(), epoch_seconds: seconds / o.epochs.max(1) as f64 }
+    Outcome {
+        accuracy: accuracy(&model, &data.test, &plain),
+        memory: model.memory_bytes(),
+        epoch_seconds: seconds / o.epochs.max(1) as f64,
+    }
 }
 
 fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
@@ -200,8 +226,16 @@ fn main() {
         .collect();
     let hidden: String = arg(&args, "--hidden", "300,100".to_string());
     let mut sizes = vec![784];
-    sizes.extend(hidden.split(',').map(|s| s.parse::<usize>().unwrap_or_else(|_| panic!("--hidden: {s:?} is not a size"))));
-    let o = Options { epochs: arg(&args, "--epochs", 20), batch: arg(&args, "--batch", 128), lr: arg(&args, "--lr", 3e-3), seed: arg(&args, "--seed", 0), sizes };
+    sizes.extend(
+        hidden.split(',').map(|s| s.parse::<usize>().unwrap_or_else(|_| panic!("--hidden: {s:?} is not a size"))),
+    );
+    let o = Options {
+        epochs: arg(&args, "--epochs", 20),
+        batch: arg(&args, "--batch", 128),
+        lr: arg(&args, "--lr", 3e-3),
+        seed: arg(&args, "--seed", 0),
+        sizes,
+    };
 
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
     let data = Mnist::load(&dir).unwrap_or_else(|e| panic!("data/mnist holds the MNIST IDX files: {e}"));
@@ -220,7 +254,14 @@ fn main() {
     println!("\n| variant | test accuracy | parameter memory | training time / epoch |");
     println!("|---|---|---|---|");
     for (v, r) in &outcomes {
-        let ratio = dense_memory.map_or(String::new(), |d| format!(" ({:.1} % of dense)", 100.0 * r.memory as f64 / d as f64));
-        println!("| {} | {:.2} % | {} bytes{ratio} | {:.1} s |", v.name(), r.accuracy * 100.0, r.memory, r.epoch_seconds);
+        let ratio =
+            dense_memory.map_or(String::new(), |d| format!(" ({:.1} % of dense)", 100.0 * r.memory as f64 / d as f64));
+        println!(
+            "| {} | {:.2} % | {} bytes{ratio} | {:.1} s |",
+            v.name(),
+            r.accuracy * 100.0,
+            r.memory,
+            r.epoch_seconds
+        );
     }
 }

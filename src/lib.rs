@@ -20,10 +20,10 @@
 
 pub use sparsegrad_autodiff as autodiff;
 pub use sparsegrad_backend as backend;
-/// The host kernels, without burn: the validated pattern type, index algebra, the products.
-pub use sparsegrad_kernels as kernels;
 pub use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 pub use sparsegrad_backend::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
+/// The host kernels, without burn: the validated pattern type, index algebra, the products.
+pub use sparsegrad_kernels as kernels;
 
 /// The numerical gradient checker (`sparsegrad::gradcheck(...)`, options and reports in the module).
 pub mod gradcheck {
@@ -47,16 +47,18 @@ pub mod sparse {
     pub use sparsegrad_backend::convert::dense_to_sparse;
     pub use sparsegrad_backend::reduce::*;
     pub use sparsegrad_backend::select::*;
+    pub use sparsegrad_backend::semi_structured::to_sparse_semi_structured;
     pub use sparsegrad_backend::shape::*;
     pub use sparsegrad_backend::spdiags::*;
-    pub use sparsegrad_backend::semi_structured::to_sparse_semi_structured;
 
     /// torch's ops on semi-structured (2:4) tensors: `mm` (sparse @ dense), `mm_dense_sparse`
     /// (dense @ sparse), `addmm(bias, dense, sparse.t())`, `linear`, each with gradients
     /// w.r.t. the kept values and the dense operand.
     pub mod semi_structured {
         pub use sparsegrad_autodiff::semi_structured::*;
-        pub use sparsegrad_backend::semi_structured::{to_sparse_semi_structured, SemiKind, SemiPattern, SemiStructuredTensor};
+        pub use sparsegrad_backend::semi_structured::{
+            to_sparse_semi_structured, SemiKind, SemiPattern, SemiStructuredTensor,
+        };
     }
 }
 

@@ -94,7 +94,13 @@ fn f64s<const D: usize>(v: &[f64], shape: [usize; D], device: &Device) -> Tensor
 /// The message of the panic `f` raises, or `None` when it returns.
 fn panic_message(f: impl FnOnce()) -> Option<String> {
     let payload = catch_unwind(AssertUnwindSafe(f)).err()?;
-    Some(payload.downcast_ref::<String>().cloned().or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default())
+    Some(
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default(),
+    )
 }
 
 /// The dense product `a [m, k] · b [k, n]` of host matrices.
@@ -172,7 +178,14 @@ probe!(
 /// layout, whatever the violation (start, decrease, end, bounds, order, duplicates).
 #[test]
 fn unchecked_tensors_are_checked_before_any_kernel() {
-    let cases: [(&[i64], &[i64]); 6] = [(&[1, 1, 2], &[0, 1]), (&[0, 2, 1], &[0]), (&[0, 1, 1], &[0, 1]), (&[0, 1, 2], &[0, 5]), (&[0, 2, 2], &[1, 0]), (&[0, 2, 2], &[1, 1])];
+    let cases: [(&[i64], &[i64]); 6] = [
+        (&[1, 1, 2], &[0, 1]),
+        (&[0, 2, 1], &[0]),
+        (&[0, 1, 1], &[0, 1]),
+        (&[0, 1, 2], &[0, 5]),
+        (&[0, 2, 2], &[1, 0]),
+        (&[0, 2, 2], &[1, 1]),
+    ];
     for (crow, col) in cases {
         let nnz = col.len();
         for layout in [Layout::Csr, Layout::Csc] {
@@ -253,7 +266,13 @@ fn one_per_batch(at: &[i64], cols: usize, dtype: DType) -> SparseTensor<3> {
     let batch = at.len();
     let crow: Vec<i64> = (0..batch).flat_map(|_| [0, 1]).collect();
     let values: Vec<f64> = (0..batch).map(|b| b as f64 + 1.0).collect();
-    SparseTensor::<3>::csr(ix_as(&crow, [batch, 2], dtype), ix_as(at, [batch, 1], dtype), f64s(&values, [batch, 1], &dev()), [batch, 1, cols]).unwrap()
+    SparseTensor::<3>::csr(
+        ix_as(&crow, [batch, 2], dtype),
+        ix_as(at, [batch, 1], dtype),
+        f64s(&values, [batch, 1], &dev()),
+        [batch, 1, cols],
+    )
+    .unwrap()
 }
 
 /// `sampled_addmm` of a batch against the dense definition: `beta * input + alpha * (mat1 @
@@ -261,8 +280,13 @@ fn one_per_batch(at: &[i64], cols: usize, dtype: DType) -> SparseTensor<3> {
 fn check_batched_sampled(input: &SparseTensor<3>, k: usize, seed: u64) {
     let [batch, m, n] = input.shape();
     let mut rng = Rng(seed);
-    let (m1, m2): (Vec<f64>, Vec<f64>) = ((0..batch * m * k).map(|_| rng.below(7) as f64 - 3.0).collect(), (0..batch * k * n).map(|_| rng.below(7) as f64 - 3.0).collect());
-    let out = sp::try_sampled_addmm(input, f64s(&m1, [batch, m, k], &dev()), f64s(&m2, [batch, k, n], &dev()), 0.5, 2.0).unwrap();
+    let (m1, m2): (Vec<f64>, Vec<f64>) = (
+        (0..batch * m * k).map(|_| rng.below(7) as f64 - 3.0).collect(),
+        (0..batch * k * n).map(|_| rng.below(7) as f64 - 3.0).collect(),
+    );
+    let out =
+        sp::try_sampled_addmm(input, f64s(&m1, [batch, m, k], &dev()), f64s(&m2, [batch, k, n], &dev()), 0.5, 2.0)
+            .unwrap();
     assert_eq!(out.index_dtype(), input.index_dtype(), "the result keeps the input's pattern");
     let dense_in = floats(input.to_dense());
     let got = floats(out.to_dense());
@@ -287,7 +311,8 @@ fn derived_indices_are_widened_not_narrowed() {
     let data: Vec<f64> = (0..360).map(|_| if rng.below(3) == 0 { rng.below(5) as f64 + 1.0 } else { 0.0 }).collect();
     let dense = f64s(&data, [3, 10, 12], &dev());
     // Equal entries per batch entry: each batch entry is the first one shifted.
-    let dense = Tensor::cat(vec![dense.clone().narrow(0, 0, 1), dense.clone().narrow(0, 0, 1), dense.narrow(0, 0, 1)], 0);
+    let dense =
+        Tensor::cat(vec![dense.clone().narrow(0, 0, 1), dense.clone().narrow(0, 0, 1), dense.narrow(0, 0, 1)], 0);
     let spec = SparseSpec { index_dtype: DType::I8, ..SparseSpec::new(Layout::Csr) };
     let s = dense.to_sparse_with(spec).unwrap();
     assert_eq!(s.index_dtype(), DType::I8);
@@ -312,7 +337,8 @@ fn try_forms_return_errors_not_panics() {
     assert!(sp::try_bmm(&coo, f64s(&[1.0; 12], [2, 3, 2], &dev())).is_ok());
     let e = SparseTensor::<2>::try_empty([1usize << 40, 1 << 40], &dev()).unwrap_err();
     assert!(matches!(e, SparseError::ElementCountOverflow { .. }));
-    let message = panic_message(|| drop(SparseTensor::<2>::empty([1usize << 40, 1 << 40], &dev()))).expect("empty panics");
+    let message =
+        panic_message(|| drop(SparseTensor::<2>::empty([1usize << 40, 1 << 40], &dev()))).expect("empty panics");
     assert!(message.contains("SparseTensor::empty") && message.contains("more elements than i64"), "{message}");
     let s = SparseTensor::<2>::empty([3, 4], &dev());
     let e = s.try_select::<1>(1, usize::MAX).unwrap_err().to_string();
@@ -327,7 +353,12 @@ fn try_forms_return_errors_not_panics() {
 /// A COO `[1e9, 1e9]` with 3 entries.
 fn huge_coo() -> SparseTensor<2> {
     let n = 1_000_000_000i64;
-    SparseTensor::<2>::coo(ix(&[0, 5, n - 1, 3, n - 2, 7], [2, 3]), f64s(&[1.0, 2.0, 3.0], [3], &dev()), [n as usize, n as usize]).unwrap()
+    SparseTensor::<2>::coo(
+        ix(&[0, 5, n - 1, 3, n - 2, 7], [2, 3]),
+        f64s(&[1.0, 2.0, 3.0], [3], &dev()),
+        [n as usize, n as usize],
+    )
+    .unwrap()
 }
 
 probe!(
@@ -424,7 +455,8 @@ probe!(
 /// the result.
 #[test]
 fn addmm_with_zero_beta_ignores_the_input() {
-    let a = SparseTensor::<2>::csr(ix(&[0, 1, 2], [3]), ix(&[1, 0], [2]), f64s(&[2.0, 3.0], [2], &dev()), [2, 2]).unwrap();
+    let a =
+        SparseTensor::<2>::csr(ix(&[0, 1, 2], [3]), ix(&[1, 0], [2]), f64s(&[2.0, 3.0], [2], &dev()), [2, 2]).unwrap();
     let input = f64s(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::NAN], [2, 2], &dev());
     let x = f64s(&[1.0, 2.0, 3.0, 4.0], [2, 2], &dev());
     assert_eq!(floats(sp::addmm(input.clone(), &a, x.clone(), 0.0, 0.5)), vec![3.0, 4.0, 1.5, 3.0]);
@@ -438,7 +470,8 @@ fn addmm_with_zero_beta_ignores_the_input() {
 fn matrix_market_banner_is_honoured() {
     let dir = temp_dir("mtx");
     let path = dir.join("sym.mtx");
-    std::fs::write(&path, "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 2.5\n2 1 -1\n3 2 4e0\n").unwrap();
+    std::fs::write(&path, "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 2.5\n2 1 -1\n3 2 4e0\n")
+        .unwrap();
     let m = sparsegrad::nn::planetoid::read_mtx(&path).unwrap();
     assert_eq!((m.entries.clone(), m.values.clone()), (vec![(0, 0), (1, 0), (2, 1)], vec![2.5, -1.0, 4.0]));
     let g = m.to_general().unwrap();
@@ -457,7 +490,8 @@ fn matrix_market_banner_is_honoured() {
 /// values and X, sampled_addmm, softmax, as host vectors.
 fn step(a: &SparseTensor<2>, x: &[f64], k: usize, n: usize) -> Vec<Vec<f64>> {
     let device = ad();
-    let values = Tensor::<1>::from_data(TensorData::new(floats(a.values_flat()), [a.nnz()]), (&device, DType::F64)).require_grad();
+    let values = Tensor::<1>::from_data(TensorData::new(floats(a.values_flat()), [a.nnz()]), (&device, DType::F64))
+        .require_grad();
     let (c, p) = a.compressed_indices_flat().unwrap();
     let [m, _] = a.shape();
     let on_ad = SparseTensor::<2>::csr(
@@ -472,7 +506,13 @@ fn step(a: &SparseTensor<2>, x: &[f64], k: usize, n: usize) -> Vec<Vec<f64>> {
     let grads = (y.clone() * y.clone()).sum().backward();
     let sampled = sp::sampled_addmm(&on_ad, y.clone().detach(), xt.clone().detach().transpose(), 0.0, 1.0);
     let soft = sp::softmax(&on_ad, 1);
-    vec![floats(y), floats(values.grad(&grads).unwrap()), floats(xt.grad(&grads).unwrap()), floats(sampled.values_flat()), floats(soft.values_flat())]
+    vec![
+        floats(y),
+        floats(values.grad(&grads).unwrap()),
+        floats(xt.grad(&grads).unwrap()),
+        floats(sampled.values_flat()),
+        floats(soft.values_flat()),
+    ]
 }
 
 fn random_csr(m: usize, k: usize, density: f64, seed: u64) -> SparseTensor<2> {
@@ -485,10 +525,12 @@ fn random_csr(m: usize, k: usize, density: f64, seed: u64) -> SparseTensor<2> {
 fn eight_threads_agree_bit_for_bit_with_one() {
     let (k, n) = (96, 64);
     let shared = random_csr(120, k, 0.1, 1);
-    let distinct: Vec<SparseTensor<2>> = (0..4).map(|t| random_csr(80 + 10 * t, k, 0.05 + 0.05 * t as f64, 10 + t as u64)).collect();
+    let distinct: Vec<SparseTensor<2>> =
+        (0..4).map(|t| random_csr(80 + 10 * t, k, 0.05 + 0.05 * t as f64, 10 + t as u64)).collect();
     let mut rng = Rng(5);
     let x: Vec<f64> = (0..k * n).map(|_| rng.value()).collect();
-    let patterns: Vec<SparseTensor<2>> = (0..8).map(|t| if t % 2 == 0 { shared.clone() } else { distinct[t / 2].clone() }).collect();
+    let patterns: Vec<SparseTensor<2>> =
+        (0..8).map(|t| if t % 2 == 0 { shared.clone() } else { distinct[t / 2].clone() }).collect();
     let expected: Vec<Vec<Vec<f64>>> = patterns.iter().map(|a| step(a, &x, k, n)).collect();
     std::thread::scope(|scope| {
         let handles: Vec<_> = patterns
@@ -500,7 +542,9 @@ fn eight_threads_agree_bit_for_bit_with_one() {
             .collect();
         for (t, h) in handles.into_iter().enumerate() {
             for (round, got) in h.join().expect("a stress thread").into_iter().enumerate() {
-                for (what, (g, e)) in ["mm", "d values", "d x", "sampled", "softmax"].iter().zip(got.iter().zip(&expected[t])) {
+                for (what, (g, e)) in
+                    ["mm", "d values", "d x", "sampled", "softmax"].iter().zip(got.iter().zip(&expected[t]))
+                {
                     let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(g), bits(e), "thread {t} round {round}: {what}");
                 }
@@ -563,8 +607,11 @@ impl Parts {
         let mut parts = Parts { layout, checked: rng.below(2) == 0, dtype, shape, block, first, second, values };
         if layout == Layout::Coo {
             // Rows then columns, shuffled, with a duplicate now and then.
-            let rows: Vec<i64> = (0..mb).flat_map(|r| std::iter::repeat_n(r as i64, (parts.first[r + 1] - parts.first[r]) as usize)).collect();
-            let mut entries: Vec<(i64, i64, f64)> = rows.iter().zip(&parts.second).zip(&parts.values).map(|((&r, &c), &v)| (r, c, v)).collect();
+            let rows: Vec<i64> = (0..mb)
+                .flat_map(|r| std::iter::repeat_n(r as i64, (parts.first[r + 1] - parts.first[r]) as usize))
+                .collect();
+            let mut entries: Vec<(i64, i64, f64)> =
+                rows.iter().zip(&parts.second).zip(&parts.values).map(|((&r, &c), &v)| (r, c, v)).collect();
             if !entries.is_empty() && rng.below(3) == 0 {
                 let e = entries[rng.below(entries.len())];
                 entries.push((e.0, e.1, rng.nonzero() as f64));
@@ -585,7 +632,11 @@ impl Parts {
     /// One index changed to a value in `-2..=size + 2`, or two swapped.
     fn damage(&mut self, rng: &mut Rng) {
         let bound = self.shape[0].max(self.shape[1]).max(self.nse()) as i64 + 2;
-        let target = if self.layout == Layout::Coo || self.second.is_empty() || rng.below(2) == 0 { &mut self.first } else { &mut self.second };
+        let target = if self.layout == Layout::Coo || self.second.is_empty() || rng.below(2) == 0 {
+            &mut self.first
+        } else {
+            &mut self.second
+        };
         if target.is_empty() {
             return;
         }
@@ -605,7 +656,9 @@ impl Parts {
         let values = f64s(&self.values, [self.values.len()], &dev());
         match (self.layout, self.checked) {
             (Layout::Coo, true) => SparseTensor::coo(ix_as(&self.first, [2, nse], self.dtype), values, self.shape),
-            (Layout::Coo, false) => Ok(SparseTensor::coo_unchecked(ix_as(&self.first, [2, nse], self.dtype), values, self.shape)),
+            (Layout::Coo, false) => {
+                Ok(SparseTensor::coo_unchecked(ix_as(&self.first, [2, nse], self.dtype), values, self.shape))
+            }
             (layout, checked) => {
                 let c = ix_as(&self.first, [self.first.len()], self.dtype);
                 let p = ix_as(&self.second, [nse], self.dtype);
@@ -693,23 +746,44 @@ fn fuzz_case(seed: u64) -> Outcome {
         assert_eq!(s.to_sparse_csr().unwrap_err(), e, "{what}");
         assert_eq!(sp::try_mm(&s, f64s(&vec![1.0; k * 2], [k, 2], &dev())).unwrap_err(), e, "{what}");
         assert_eq!(sp::try_mm_dense_sparse(f64s(&vec![1.0; 2 * m], [2, m], &dev()), &s).unwrap_err(), e, "{what}");
-        assert_eq!(sp::try_sampled_addmm(&s, f64s(&vec![1.0; m], [m, 1], &dev()), f64s(&vec![1.0; k], [1, k], &dev()), 1.0, 1.0).unwrap_err(), e, "{what}");
+        assert_eq!(
+            sp::try_sampled_addmm(
+                &s,
+                f64s(&vec![1.0; m], [m, 1], &dev()),
+                f64s(&vec![1.0; k], [1, k], &dev()),
+                1.0,
+                1.0
+            )
+            .unwrap_err(),
+            e,
+            "{what}"
+        );
         return (parts.layout, false, true);
     };
     assert_eq!(s.check_invariants(), Ok(()), "{what}");
     assert_eq!(floats(s.try_to_dense().unwrap()), dense, "{what}: to_dense");
-    for (name, converted) in [("csr", s.to_sparse_csr()), ("csc", s.to_sparse_csc()), ("coo", s.try_to_sparse_coo()), ("coalesced", s.try_coalesce())] {
+    for (name, converted) in [
+        ("csr", s.to_sparse_csr()),
+        ("csc", s.to_sparse_csc()),
+        ("coo", s.try_to_sparse_coo()),
+        ("coalesced", s.try_coalesce()),
+    ] {
         assert_eq!(floats(converted.unwrap().to_dense()), dense, "{what}: {name}");
     }
     let n = 1 + rng.below(3);
     let x: Vec<f64> = (0..k * n).map(|_| rng.below(7) as f64 - 3.0).collect();
     assert_eq!(floats(sp::try_mm(&s, f64s(&x, [k, n], &dev())).unwrap()), matmul(&dense, &x, m, k, n), "{what}: mm");
     let y: Vec<f64> = (0..n * m).map(|_| rng.below(7) as f64 - 3.0).collect();
-    assert_eq!(floats(sp::try_mm_dense_sparse(f64s(&y, [n, m], &dev()), &s).unwrap()), matmul(&y, &dense, n, m, k), "{what}: mm_dense_sparse");
+    assert_eq!(
+        floats(sp::try_mm_dense_sparse(f64s(&y, [n, m], &dev()), &s).unwrap()),
+        matmul(&y, &dense, n, m, k),
+        "{what}: mm_dense_sparse"
+    );
     let (a, b) = (f64s(&y, [m, n], &dev()), f64s(&x, [n, k], &dev()));
     let sampled = sp::try_sampled_addmm(&s, a, b, 0.0, 1.0).unwrap();
     let full = matmul(&y, &x, m, n, k);
-    let on_pattern = floats(s.to_sparse_csr().unwrap().with_values(s.to_sparse_csr().unwrap().values_flat().ones_like()).to_dense());
+    let on_pattern =
+        floats(s.to_sparse_csr().unwrap().with_values(s.to_sparse_csr().unwrap().values_flat().ones_like()).to_dense());
     let want: Vec<f64> = full.iter().zip(&on_pattern).map(|(&f, &p)| if p != 0.0 { f } else { 0.0 }).collect();
     assert_eq!(floats(sampled.to_dense()), want, "{what}: sampled_addmm");
     let t = s.t();
@@ -727,7 +801,11 @@ fn fuzz_constructors_conversions_and_products() {
     let mut seen = std::collections::BTreeMap::<String, u64>::new();
     for seed in first..first + cases {
         let (layout, valid, unchecked) = fuzz_case(seed);
-        let kind = format!("{layout:?} {} {}", if valid { "valid" } else { "invalid" }, if unchecked { "unchecked" } else { "checked" });
+        let kind = format!(
+            "{layout:?} {} {}",
+            if valid { "valid" } else { "invalid" },
+            if unchecked { "unchecked" } else { "checked" }
+        );
         *seen.entry(kind).or_default() += 1;
     }
     eprintln!("fuzz: {cases} cases from seed {first} in {:.1} s: {seen:?}", start.elapsed().as_secs_f64());

@@ -186,10 +186,12 @@ mod tests {
     #[test]
     fn passes_a_correct_gradient_and_catches_a_wrong_one() {
         let x = GradInput { name: "x".into(), values: vec![0.3, -1.2, 2.0] };
-        let ok = gradcheck(|xs| xs[0].clone() * xs[0].clone(), std::slice::from_ref(&x), GradcheckOptions::default()).unwrap();
+        let ok = gradcheck(|xs| xs[0].clone() * xs[0].clone(), std::slice::from_ref(&x), GradcheckOptions::default())
+            .unwrap();
         assert_eq!(ok.checked, 3);
         // detach() hides the dependence from autodiff: the analytic gradient is wrong (zero).
-        let bad = gradcheck(|xs| xs[0].clone() * xs[0].clone().detach(), &[x], GradcheckOptions::default()).unwrap_err();
+        let bad =
+            gradcheck(|xs| xs[0].clone() * xs[0].clone().detach(), &[x], GradcheckOptions::default()).unwrap_err();
         assert_eq!(bad.failures, 3);
         assert_eq!(bad.worst.input, "x");
         // d/dx (x * c) with c = x held constant is x, half of 2x; the worst ratio is at |x| = 2.

@@ -57,7 +57,10 @@ fn mismatch(operation: &'static str, a: &[usize], b: &[usize]) -> SparseError {
 fn csr_of(a: &SparseTensor<2>, operation: &'static str) -> Result<Csr> {
     a.check_invariants()?;
     if a.dense_dim() > 0 {
-        return Err(invalid(operation, format!("hybrid operands (dense_dim {}) are not supported; the values must be scalars", a.dense_dim())));
+        return Err(invalid(
+            operation,
+            format!("hybrid operands (dense_dim {}) are not supported; the values must be scalars", a.dense_dim()),
+        ));
     }
     let converted;
     let (s, transposed) = match a.layout() {
@@ -110,11 +113,21 @@ fn spmm(operation: &'static str, c: &Csr, x: Tensor<2>, transpose: bool) -> Resu
 /// differentiable primitive: `a [rows, d]`, `b [cols, d]`.
 fn sddmm(c: &Csr, a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
     let rows = c.crow.dims()[0] - 1;
-    assert_eq!((a.dims()[0], b.dims()[0], a.dims()[1]), (rows, c.cols, b.dims()[1]), "sddmm operands (callers check the shapes)");
+    assert_eq!(
+        (a.dims()[0], b.dims()[0], a.dims()[1]),
+        (rows, c.cols, b.dims()[1]),
+        "sddmm operands (callers check the shapes)"
+    );
     // SAFETY: `c` is a `Csr`, a valid pattern `[rows, cols]` (its type's invariant), and the
     // operands' shapes were checked above.
     Tensor::from_dispatch(unsafe {
-        <Dispatch as SparseSddmm>::sparse_sddmm(c.crow.clone().into_dispatch(), c.col.clone().into_dispatch(), a.into_dispatch(), b.into_dispatch(), c.cell.clone())
+        <Dispatch as SparseSddmm>::sparse_sddmm(
+            c.crow.clone().into_dispatch(),
+            c.col.clone().into_dispatch(),
+            a.into_dispatch(),
+            b.into_dispatch(),
+            c.cell.clone(),
+        )
     })
 }
 
@@ -184,12 +197,21 @@ pub fn addmm(input: Tensor<2>, mat1: &SparseTensor<2>, mat2: Tensor<2>, beta: f6
 }
 
 /// [`addmm`] returning shape and layout errors.
-pub fn try_addmm(input: Tensor<2>, mat1: &SparseTensor<2>, mat2: Tensor<2>, beta: f64, alpha: f64) -> Result<Tensor<2>> {
+pub fn try_addmm(
+    input: Tensor<2>,
+    mat1: &SparseTensor<2>,
+    mat2: Tensor<2>,
+    beta: f64,
+    alpha: f64,
+) -> Result<Tensor<2>> {
     let product = try_mm(mat1, mat2)?;
     let [m, n] = product.dims();
     let [im, in_] = input.dims();
     if !((im == m || im == 1) && (in_ == n || in_ == 1)) {
-        return Err(invalid("addmm", format!("input of shape [{im}, {in_}] does not broadcast to the product's [{m}, {n}]")));
+        return Err(invalid(
+            "addmm",
+            format!("input of shape [{im}, {in_}] does not broadcast to the product's [{m}, {n}]"),
+        ));
     }
     let product = if alpha == 1.0 { product } else { product * alpha };
     if beta == 0.0 || m * n == 0 {
@@ -230,10 +252,18 @@ pub fn try_smm(a: &SparseTensor<2>, x: Tensor<2>) -> Result<SparseTensor<2>> {
 /// not fit the tensor's index dtype (an int8 batch of 100-column matrices needs int16).
 fn block_diagonal<const D: usize>(s: &SparseTensor<D>, operation: &'static str) -> Result<Csr> {
     s.check_invariants()?;
-    let (c, p) = s.compressed_indices_flat().ok_or(SparseError::UnsupportedLayout { operation, layout: s.layout().name() })?;
+    let (c, p) =
+        s.compressed_indices_flat().ok_or(SparseError::UnsupportedLayout { operation, layout: s.layout().name() })?;
     let [batch, rows1] = c.dims();
     let (rows, nse, cols) = (rows1 - 1, p.dims()[1], s.shape()[D - 1]);
-    let too_large = || invalid(operation, format!("{batch} matrices [{rows}, {cols}] of {nse} entries each are too large for one block-diagonal pattern"));
+    let too_large = || {
+        invalid(
+            operation,
+            format!(
+                "{batch} matrices [{rows}, {cols}] of {nse} entries each are too large for one block-diagonal pattern"
+            ),
+        )
+    };
     let total_rows = batch.checked_mul(rows).ok_or_else(too_large)?;
     let total_cols = batch.checked_mul(cols).ok_or_else(too_large)?;
     let total_nnz = batch.checked_mul(nse).ok_or_else(too_large)?;
@@ -264,12 +294,24 @@ fn block_diagonal<const D: usize>(s: &SparseTensor<D>, operation: &'static str) 
 /// (mat1 @ mat2)` evaluated only on `input`'s pattern (SDDMM), a CSR result. `D = 2`, or `D = 3`
 /// for a batch (`input [B, m, n]` batched CSR, `mat1 [B, m, k]`, `mat2 [B, k, n]`). Other
 /// layouts of `input` are converted to CSR.
-pub fn sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D>, mat2: Tensor<D>, beta: f64, alpha: f64) -> SparseTensor<D> {
+pub fn sampled_addmm<const D: usize>(
+    input: &SparseTensor<D>,
+    mat1: Tensor<D>,
+    mat2: Tensor<D>,
+    beta: f64,
+    alpha: f64,
+) -> SparseTensor<D> {
     try_sampled_addmm(input, mat1, mat2, beta, alpha).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`sampled_addmm`] returning errors.
-pub fn try_sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D>, mat2: Tensor<D>, beta: f64, alpha: f64) -> Result<SparseTensor<D>> {
+pub fn try_sampled_addmm<const D: usize>(
+    input: &SparseTensor<D>,
+    mat1: Tensor<D>,
+    mat2: Tensor<D>,
+    beta: f64,
+    alpha: f64,
+) -> Result<SparseTensor<D>> {
     const OP: &str = "sampled_addmm";
     if D != 2 && D != 3 {
         return Err(invalid(OP, format!("rank {D}: expected a matrix or a batch of matrices")));
@@ -292,7 +334,14 @@ pub fn try_sampled_addmm<const D: usize>(input: &SparseTensor<D>, mat1: Tensor<D
         s.check_invariants()?;
         let (c, p) = s.compressed_indices_flat().expect("csr");
         let nnz = s.nnz();
-        Csr { crow: reshape_int(c, [m + 1]), col: reshape_int(p, [nnz]), values: reshape(s.values_flat(), [nnz]), cols: n, transposed: false, cell: s.transpose_cell().expect("csr") }
+        Csr {
+            crow: reshape_int(c, [m + 1]),
+            col: reshape_int(p, [nnz]),
+            values: reshape(s.values_flat(), [nnz]),
+            cols: n,
+            transposed: false,
+            cell: s.transpose_cell().expect("csr"),
+        }
     };
     let a = reshape(mat1, [batch * m, k]);
     // For a matrix the transposed view goes to the kernel as is (its host side transposes it in
@@ -328,7 +377,8 @@ pub fn try_bmm(a: &SparseTensor<3>, x: Tensor<3>) -> Result<Tensor<3>> {
     a.check_invariants()?;
     // Batch entries as one block-diagonal [B*m, B*k] matrix over the same values; its sizes
     // checked, its indices widened when they outgrow the operand's index dtype.
-    let too_large = || invalid("bmm", format!("{batch} matrices [{m}, {k}] are too large for one block-diagonal matrix"));
+    let too_large =
+        || invalid("bmm", format!("{batch} matrices [{m}, {k}] are too large for one block-diagonal matrix"));
     let (rows, cols) = (batch.checked_mul(m).ok_or_else(too_large)?, batch.checked_mul(k).ok_or_else(too_large)?);
     check_numel(&[rows, cols])?;
     let coo = a.to_sparse_coo();
@@ -376,12 +426,24 @@ pub fn try_hspmm(a: &SparseTensor<2>, x: Tensor<2>) -> Result<SparseTensor<2>> {
 
 /// torch's `sspaddmm`: `beta * input + alpha * (mat1 @ mat2)` as a sparse COO result (the
 /// product's rows where `mat1` has entries, plus `input`'s entries; coalesced).
-pub fn sspaddmm(input: &SparseTensor<2>, mat1: &SparseTensor<2>, mat2: Tensor<2>, beta: f64, alpha: f64) -> SparseTensor<2> {
+pub fn sspaddmm(
+    input: &SparseTensor<2>,
+    mat1: &SparseTensor<2>,
+    mat2: Tensor<2>,
+    beta: f64,
+    alpha: f64,
+) -> SparseTensor<2> {
     try_sspaddmm(input, mat1, mat2, beta, alpha).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`sspaddmm`] returning errors.
-pub fn try_sspaddmm(input: &SparseTensor<2>, mat1: &SparseTensor<2>, mat2: Tensor<2>, beta: f64, alpha: f64) -> Result<SparseTensor<2>> {
+pub fn try_sspaddmm(
+    input: &SparseTensor<2>,
+    mat1: &SparseTensor<2>,
+    mat2: Tensor<2>,
+    beta: f64,
+    alpha: f64,
+) -> Result<SparseTensor<2>> {
     let [m, n] = input.shape();
     if mat1.shape()[0] != m || mat2.dims()[1] != n {
         return Err(mismatch("sspaddmm", &input.shape(), &[mat1.shape()[0], mat2.dims()[1]]));
@@ -407,7 +469,8 @@ pub fn try_sspaddmm(input: &SparseTensor<2>, mat1: &SparseTensor<2>, mat2: Tenso
     all.extend_from_slice(&idx[r * n..]);
     let total = nin + r * n;
     let device = inp.device();
-    let values = Tensor::cat(vec![reshape(inp.values_flat(), [nin]) * beta, reshape(h.values_flat(), [r * n]) * alpha], 0);
+    let values =
+        Tensor::cat(vec![reshape(inp.values_flat(), [nin]) * beta, reshape(h.values_flat(), [r * n]) * alpha], 0);
     let indices = int_tensor(all, [2, total], input.index_dtype(), &device);
     Ok(SparseTensor::coo(indices, values, [m, n])?.coalesce())
 }
@@ -438,7 +501,9 @@ pub fn spgemm(a: &SparseTensor<2>, b: &SparseTensor<2>) -> Result<SparseTensor<2
     let mut count = 0usize;
     for &p in &acol {
         let len = (bcrow[p as usize + 1] - bcrow[p as usize]) as usize;
-        count = count.checked_add(len).ok_or(SparseError::Allocation { bytes: usize::MAX, what: "mm: sparse x sparse partial products" })?;
+        count = count
+            .checked_add(len)
+            .ok_or(SparseError::Allocation { bytes: usize::MAX, what: "mm: sparse x sparse partial products" })?;
     }
     let what = "mm: sparse x sparse partial products";
     let (mut ia, mut ib, mut keys) = (try_vec(count, what)?, try_vec(count, what)?, try_vec(count, what)?);

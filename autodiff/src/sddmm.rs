@@ -35,11 +35,23 @@ pub trait SparseSddmm: Backend {
     ///
     /// # Safety
     /// See the trait.
-    unsafe fn sparse_sddmm(crow: IntTensor<Self>, col: IntTensor<Self>, a: FloatTensor<Self>, b: FloatTensor<Self>, transposed: Arc<TransposeCell>) -> FloatTensor<Self>;
+    unsafe fn sparse_sddmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        transposed: Arc<TransposeCell>,
+    ) -> FloatTensor<Self>;
 }
 
 impl SparseSddmm for Flex {
-    unsafe fn sparse_sddmm(crow: IntTensor<Self>, col: IntTensor<Self>, a: FloatTensor<Self>, b: FloatTensor<Self>, transposed: Arc<TransposeCell>) -> FloatTensor<Self> {
+    unsafe fn sparse_sddmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        transposed: Arc<TransposeCell>,
+    ) -> FloatTensor<Self> {
         let _ = transposed;
         // SAFETY: this method's contract is the kernel's.
         unsafe { Flex::csr_sddmm(crow, col, a, b) }
@@ -75,7 +87,13 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Sddmm {
 }
 
 impl<B: SpmmKernels + SddmmKernels, C: CheckpointStrategy> SparseSddmm for Autodiff<B, C> {
-    unsafe fn sparse_sddmm(crow: IntTensor<Self>, col: IntTensor<Self>, a: FloatTensor<Self>, b: FloatTensor<Self>, transposed: Arc<TransposeCell>) -> FloatTensor<Self> {
+    unsafe fn sparse_sddmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        transposed: Arc<TransposeCell>,
+    ) -> FloatTensor<Self> {
         let guards = [a.node(), b.node()];
         let (ap, bp) = (a.into_primitive(), b.into_primitive());
         match Sddmm.prepare::<C>(guards).compute_bound().stateful() {

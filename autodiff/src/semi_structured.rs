@@ -34,10 +34,24 @@ pub trait SemiMatmul: Backend {
     /// `A · x` (`x [cols, n]`), with `transpose_a` `Aᵀ · x` (`x [rows, n]`); with `transposed`
     /// the transposed product from the transposed operand: `x · Aᵀ` (`x [n, cols]`) or `x · A`
     /// (`x [n, rows]`).
-    fn semi_product(values: FloatTensor<Self>, metadata: IntTensor<Self>, cols: usize, x: FloatTensor<Self>, transpose_a: bool, transposed: bool) -> FloatTensor<Self>;
+    fn semi_product(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        x: FloatTensor<Self>,
+        transpose_a: bool,
+        transposed: bool,
+    ) -> FloatTensor<Self>;
 }
 
-fn forward<B: SemiKernels>(values: FloatTensor<B>, metadata: IntTensor<B>, cols: usize, x: FloatTensor<B>, transpose_a: bool, transposed: bool) -> FloatTensor<B> {
+fn forward<B: SemiKernels>(
+    values: FloatTensor<B>,
+    metadata: IntTensor<B>,
+    cols: usize,
+    x: FloatTensor<B>,
+    transpose_a: bool,
+    transposed: bool,
+) -> FloatTensor<B> {
     if transpose_a {
         B::semi_mm_t(values, metadata, cols, x, transposed)
     } else {
@@ -46,7 +60,14 @@ fn forward<B: SemiKernels>(values: FloatTensor<B>, metadata: IntTensor<B>, cols:
 }
 
 impl SemiMatmul for Flex {
-    fn semi_product(values: FloatTensor<Self>, metadata: IntTensor<Self>, cols: usize, x: FloatTensor<Self>, transpose_a: bool, transposed: bool) -> FloatTensor<Self> {
+    fn semi_product(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        x: FloatTensor<Self>,
+        transpose_a: bool,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
         forward::<Flex>(values, metadata, cols, x, transpose_a, transposed)
     }
 }
@@ -81,7 +102,14 @@ impl<B: SemiKernels> Backward<B, 2> for SemiProduct {
 }
 
 impl<B: SemiKernels, C: CheckpointStrategy> SemiMatmul for Autodiff<B, C> {
-    fn semi_product(values: FloatTensor<Self>, metadata: IntTensor<Self>, cols: usize, x: FloatTensor<Self>, transpose_a: bool, transposed: bool) -> FloatTensor<Self> {
+    fn semi_product(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        x: FloatTensor<Self>,
+        transpose_a: bool,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
         let guards = [values.node(), x.node()];
         let (v, xp) = (values.into_primitive(), x.into_primitive());
         match SemiProduct.prepare::<C>(guards).compute_bound().stateful() {
@@ -103,7 +131,13 @@ fn invalid(operation: &'static str, message: String) -> SparseError {
 
 /// `a`'s stored matrix times `x` in one of the four arrangements, after the shape and dtype
 /// checks `operation` names.
-fn product(operation: &'static str, a: &SemiStructuredTensor<Float>, x: Tensor<2>, transpose_a: bool, transposed: bool) -> Result<Tensor<2>> {
+fn product(
+    operation: &'static str,
+    a: &SemiStructuredTensor<Float>,
+    x: Tensor<2>,
+    transpose_a: bool,
+    transposed: bool,
+) -> Result<Tensor<2>> {
     let [rows, cols] = a.stored_shape();
     let inner = if transpose_a { rows } else { cols };
     let x_inner = x.dims()[usize::from(transposed)];
@@ -113,7 +147,10 @@ fn product(operation: &'static str, a: &SemiStructuredTensor<Float>, x: Tensor<2
         return Err(invalid(operation, format!("shapes {l:?} and {r:?} cannot be multiplied")));
     }
     if x.dtype() != a.dtype() {
-        return Err(invalid(operation, format!("dtypes differ: the semi-structured operand is {:?}, the dense one {:?}", a.dtype(), x.dtype())));
+        return Err(invalid(
+            operation,
+            format!("dtypes differ: the semi-structured operand is {:?}, the dense one {:?}", a.dtype(), x.dtype()),
+        ));
     }
     Ok(Tensor::from_dispatch(<Dispatch as SemiMatmul>::semi_product(
         a.values().into_dispatch(),
@@ -149,12 +186,21 @@ pub fn mm_dense_sparse(x: Tensor<2>, a: &SemiStructuredTensor<Float>) -> Tensor<
 /// `torch.addmm(input, mat1, mat2, beta, alpha)` with a semi-structured `mat2`:
 /// `beta * input + alpha * (mat1 · mat2)`; `input` broadcasts (`[1, n]` for a bias row). The
 /// reference's use is `addmm(bias, dense, sparse.t())`.
-pub fn try_addmm(input: Tensor<2>, mat1: Tensor<2>, mat2: &SemiStructuredTensor<Float>, beta: f64, alpha: f64) -> Result<Tensor<2>> {
+pub fn try_addmm(
+    input: Tensor<2>,
+    mat1: Tensor<2>,
+    mat2: &SemiStructuredTensor<Float>,
+    beta: f64,
+    alpha: f64,
+) -> Result<Tensor<2>> {
     let prod = try_mm_dense_sparse(mat1, mat2)?;
     let [m, n] = prod.dims();
     let [im, in_] = input.dims();
     if !((im == m || im == 1) && (in_ == n || in_ == 1)) {
-        return Err(invalid("addmm", format!("input of shape [{im}, {in_}] does not broadcast to the product's [{m}, {n}]")));
+        return Err(invalid(
+            "addmm",
+            format!("input of shape [{im}, {in_}] does not broadcast to the product's [{m}, {n}]"),
+        ));
     }
     let scaled = if alpha == 1.0 { prod } else { prod.mul_scalar(alpha) };
     let input = if beta == 1.0 { input } else { input.mul_scalar(beta) };
@@ -162,14 +208,24 @@ pub fn try_addmm(input: Tensor<2>, mat1: Tensor<2>, mat2: &SemiStructuredTensor<
 }
 
 /// [`try_addmm`], panicking on a shape mismatch.
-pub fn addmm(input: Tensor<2>, mat1: Tensor<2>, mat2: &SemiStructuredTensor<Float>, beta: f64, alpha: f64) -> Tensor<2> {
+pub fn addmm(
+    input: Tensor<2>,
+    mat1: Tensor<2>,
+    mat2: &SemiStructuredTensor<Float>,
+    beta: f64,
+    alpha: f64,
+) -> Tensor<2> {
     try_addmm(input, mat1, mat2, beta, alpha).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `torch.nn.functional.linear(input, weight, bias)`: `input [..., in] · weightᵀ + bias`,
 /// `weight [out, in]` semi-structured (2:4 along `in` when stored untransposed: the kernel's
 /// fast arrangement), `bias [out]`.
-pub fn try_linear<const D: usize>(input: Tensor<D>, weight: &SemiStructuredTensor<Float>, bias: Option<Tensor<1>>) -> Result<Tensor<D>> {
+pub fn try_linear<const D: usize>(
+    input: Tensor<D>,
+    weight: &SemiStructuredTensor<Float>,
+    bias: Option<Tensor<1>>,
+) -> Result<Tensor<D>> {
     let dims = input.dims();
     let [out_features, in_features] = weight.shape();
     if dims[D - 1] != in_features {
@@ -195,6 +251,10 @@ pub fn try_linear<const D: usize>(input: Tensor<D>, weight: &SemiStructuredTenso
 }
 
 /// [`try_linear`], panicking on a shape mismatch.
-pub fn linear<const D: usize>(input: Tensor<D>, weight: &SemiStructuredTensor<Float>, bias: Option<Tensor<1>>) -> Tensor<D> {
+pub fn linear<const D: usize>(
+    input: Tensor<D>,
+    weight: &SemiStructuredTensor<Float>,
+    bias: Option<Tensor<1>>,
+) -> Tensor<D> {
     try_linear(input, weight, bias).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -33,11 +33,21 @@ use sparsegrad_backend::{Result, SparseError, SparseTensor};
 pub trait SparseSoftmax: Backend {
     /// Softmax (`log`: log-softmax) of `values [elements, width]` over the segments given by
     /// `offsets` into `order` (empty: storage order), as [`SoftmaxKernels::segment_softmax`].
-    fn sparse_segment_softmax(values: FloatTensor<Self>, offsets: IntTensor<Self>, order: IntTensor<Self>, log: bool) -> FloatTensor<Self>;
+    fn sparse_segment_softmax(
+        values: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self>;
 }
 
 impl SparseSoftmax for Flex {
-    fn sparse_segment_softmax(values: FloatTensor<Self>, offsets: IntTensor<Self>, order: IntTensor<Self>, log: bool) -> FloatTensor<Self> {
+    fn sparse_segment_softmax(
+        values: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
         Flex::segment_softmax(values, offsets, order, log)
     }
 }
@@ -52,12 +62,19 @@ impl<B: SoftmaxKernels> Backward<B, 1> for SegmentSoftmax {
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let (y, offsets, order, log) = ops.state;
-        burn::backend::autodiff::ops::unary::<B, _>(ops.parents, ops.node, grads, |g| B::segment_softmax_backward(y, g, offsets, order, log));
+        burn::backend::autodiff::ops::unary::<B, _>(ops.parents, ops.node, grads, |g| {
+            B::segment_softmax_backward(y, g, offsets, order, log)
+        });
     }
 }
 
 impl<B: SoftmaxKernels, C: CheckpointStrategy> SparseSoftmax for Autodiff<B, C> {
-    fn sparse_segment_softmax(values: FloatTensor<Self>, offsets: IntTensor<Self>, order: IntTensor<Self>, log: bool) -> FloatTensor<Self> {
+    fn sparse_segment_softmax(
+        values: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
         let guard = values.node();
         let y = B::segment_softmax(values.into_primitive(), offsets.clone(), order.clone(), log);
         match SegmentSoftmax.prepare::<C>([guard]).compute_bound().stateful() {
@@ -92,7 +109,10 @@ pub fn try_log_softmax<const D: usize>(input: &SparseTensor<D>, dim: usize) -> R
 
 fn segment_softmax<const D: usize>(input: &SparseTensor<D>, dim: usize, log: bool) -> Result<SparseTensor<D>> {
     if dim >= D {
-        return Err(SparseError::InvalidArgument { operation: "softmax", message: format!("dim {dim} out of range for a tensor of rank {D}") });
+        return Err(SparseError::InvalidArgument {
+            operation: "softmax",
+            message: format!("dim {dim} out of range for a tensor of rank {D}"),
+        });
     }
     input.check_invariants()?;
     let s = input.coalesce();

@@ -45,14 +45,30 @@ pub trait SparseSpmm: Backend {
     /// # Safety
     /// See the trait.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn sparse_spmm(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>, transpose: bool, k: usize, transposed: Arc<TransposeCell>) -> FloatTensor<Self>;
+    unsafe fn sparse_spmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        transpose: bool,
+        k: usize,
+        transposed: Arc<TransposeCell>,
+    ) -> FloatTensor<Self>;
 }
 
 /// `A · X` or `Aᵀ · X` by the forward kernels.
 ///
 /// # Safety
 /// As [`SparseSpmm::sparse_spmm`].
-unsafe fn forward<B: SpmmKernels>(crow: IntTensor<B>, col: IntTensor<B>, values: FloatTensor<B>, x: FloatTensor<B>, transpose: bool, k: usize, transposed: &TransposeCell) -> FloatTensor<B> {
+unsafe fn forward<B: SpmmKernels>(
+    crow: IntTensor<B>,
+    col: IntTensor<B>,
+    values: FloatTensor<B>,
+    x: FloatTensor<B>,
+    transpose: bool,
+    k: usize,
+    transposed: &TransposeCell,
+) -> FloatTensor<B> {
     // SAFETY: the caller's pattern is valid over `k` columns, with its cell; `A · X` reads
     // `X [k, n]`.
     unsafe {
@@ -65,7 +81,15 @@ unsafe fn forward<B: SpmmKernels>(crow: IntTensor<B>, col: IntTensor<B>, values:
 }
 
 impl SparseSpmm for Flex {
-    unsafe fn sparse_spmm(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>, transpose: bool, k: usize, transposed: Arc<TransposeCell>) -> FloatTensor<Self> {
+    unsafe fn sparse_spmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        transpose: bool,
+        k: usize,
+        transposed: Arc<TransposeCell>,
+    ) -> FloatTensor<Self> {
         // SAFETY: this method's contract is the kernels'.
         unsafe { forward::<Flex>(crow, col, values, x, transpose, k, &transposed) }
     }
@@ -123,17 +147,29 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Spmm {
 }
 
 impl<B: SpmmKernels + SddmmKernels, C: CheckpointStrategy> SparseSpmm for Autodiff<B, C> {
-    unsafe fn sparse_spmm(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>, transpose: bool, k: usize, transposed: Arc<TransposeCell>) -> FloatTensor<Self> {
+    unsafe fn sparse_spmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        transpose: bool,
+        k: usize,
+        transposed: Arc<TransposeCell>,
+    ) -> FloatTensor<Self> {
         let guards = [values.node(), x.node()];
         let (v, xp) = (values.into_primitive(), x.into_primitive());
         match Spmm.prepare::<C>(guards).compute_bound().stateful() {
             OpsKind::Tracked(prep) => {
                 // SAFETY: this method's contract is the kernels'.
-                let out = unsafe { forward::<B>(crow.clone(), col.clone(), v.clone(), xp.clone(), transpose, k, &transposed) };
+                let out = unsafe {
+                    forward::<B>(crow.clone(), col.clone(), v.clone(), xp.clone(), transpose, k, &transposed)
+                };
                 prep.finish((crow, col, v, xp, transpose, k, transposed), out)
             }
-            // SAFETY: as above.
-            OpsKind::UnTracked(prep) => prep.finish(unsafe { forward::<B>(crow, col, v, xp, transpose, k, &transposed) }),
+            OpsKind::UnTracked(prep) => {
+                // SAFETY: this method's contract is the kernels'.
+                prep.finish(unsafe { forward::<B>(crow, col, v, xp, transpose, k, &transposed) })
+            }
         }
     }
 }

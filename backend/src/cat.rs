@@ -34,9 +34,16 @@ pub fn try_cat<const D: usize>(tensors: &[SparseTensor<D>], dim: usize) -> Resul
     for (i, t) in tensors.iter().enumerate().skip(1) {
         let differs = (0..D).any(|d| d != dim && t.shape[d] != first.shape[d]);
         if differs {
-            return Err(invalid("cat", format!("shapes {:?} (tensor 0) and {:?} (tensor {i}) differ outside dim {dim}", first.shape, t.shape)));
+            return Err(invalid(
+                "cat",
+                format!("shapes {:?} (tensor 0) and {:?} (tensor {i}) differ outside dim {dim}", first.shape, t.shape),
+            ));
         }
-        if t.layout != first.layout || t.dtype() != first.dtype() || t.dense_dim != first.dense_dim || t.indexed_dims() != first.indexed_dims() {
+        if t.layout != first.layout
+            || t.dtype() != first.dtype()
+            || t.dense_dim != first.dense_dim
+            || t.indexed_dims() != first.indexed_dims()
+        {
             return Err(invalid(
                 "cat",
                 format!(
@@ -102,7 +109,8 @@ fn padded_dense_values<const D: usize>(tensors: &[SparseTensor<D>], k: usize, ex
                 let [n, pre, _, post] = v.dims();
                 let (device, dtype) = (v.device(), v.dtype());
                 let zeros = |w: usize| Tensor::<4>::zeros([n, pre, w, post], (&device, dtype));
-                let parts: Vec<Tensor<4>> = [zeros(start), v, zeros(extent - start - own)].into_iter().filter(|p| p.dims()[2] > 0).collect();
+                let parts: Vec<Tensor<4>> =
+                    [zeros(start), v, zeros(extent - start - own)].into_iter().filter(|p| p.dims()[2] > 0).collect();
                 match parts.len() {
                     0 => zeros(extent),
                     1 => parts.into_iter().next().expect("one"),
@@ -126,7 +134,10 @@ pub fn stack<const D: usize, const E: usize>(tensors: &[SparseTensor<D>], dim: u
 pub fn try_stack<const D: usize, const E: usize>(tensors: &[SparseTensor<D>], dim: usize) -> Result<SparseTensor<E>> {
     let first = tensors.first().ok_or_else(|| invalid("stack", "expected at least one tensor"))?;
     if let Some((i, t)) = tensors.iter().enumerate().find(|(_, t)| t.shape != first.shape) {
-        return Err(invalid("stack", format!("shapes {:?} (tensor 0) and {:?} (tensor {i}) differ", first.shape, t.shape)));
+        return Err(invalid(
+            "stack",
+            format!("shapes {:?} (tensor 0) and {:?} (tensor {i}) differ", first.shape, t.shape),
+        ));
     }
     let lifted = tensors.iter().map(|t| t.try_unsqueeze::<E>(dim)).collect::<Result<Vec<_>>>()?;
     try_cat(&lifted, dim)

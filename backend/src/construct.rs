@@ -5,16 +5,17 @@
 //! first operation that reads them, so an invalid tensor gives an error there, never undefined
 //! behaviour.
 
-use crate::algebra::validate::{check_compressed, check_coo_bounds, check_numel, check_shape, index_dtype_max, CompressedNames};
+use crate::algebra::validate::{
+    check_compressed, check_coo_bounds, check_numel, check_shape, index_dtype_max, CompressedNames,
+};
 use crate::error::{invalid, Result, SparseError};
 use crate::host::with_ints;
 use crate::layout::Layout;
+use crate::match_ints;
 use crate::memo::PatternMemo;
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{numel, reshape, reshape_int};
-use crate::match_ints;
 use burn::tensor::{DType, Device, Int, Tensor};
-
 
 impl<const D: usize> SparseTensor<D> {
     /// torch's `sparse_coo_tensor(indices, values, size)`: `indices [sparse_dim, nse]`,
@@ -112,56 +113,104 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     /// torch's `sparse_csr_tensor(crow_indices, col_indices, values, size)`.
-    pub fn csr<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+    pub fn csr<const C: usize, const V: usize>(
+        crow: Tensor<C, Int>,
+        col: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Result<Self> {
         Self::compressed(crow, col, values, shape, Layout::Csr)
     }
 
     /// [`SparseTensor::csr`] for a weight rebuilt from the same index tensors at every step (a
     /// layer's parameters): the contents are checked the first time and again only when the
     /// tensors or the shape change (see [`PatternMemo`]), with the same errors as `csr`.
-    pub fn csr_with_memo<const V: usize>(crow: Tensor<1, Int>, col: Tensor<1, Int>, values: Tensor<V>, shape: [usize; D], memo: &PatternMemo<1>) -> Result<Self> {
+    pub fn csr_with_memo<const V: usize>(
+        crow: Tensor<1, Int>,
+        col: Tensor<1, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+        memo: &PatternMemo<1>,
+    ) -> Result<Self> {
         let s = Self::compressed_structure(crow.clone(), col.clone(), values, shape, Layout::Csr)?;
         let cell = memo.check_once(&[&crow, &col], &shape, || s.check_compressed_contents())?;
         let indices = match s.indices {
-            Indices::Compressed { compressed, plain, .. } => Indices::Compressed { compressed, plain, transposed: cell },
+            Indices::Compressed { compressed, plain, .. } => {
+                Indices::Compressed { compressed, plain, transposed: cell }
+            }
             coo => coo,
         };
         Ok(Self { trust: Trust::Checked, indices, ..s })
     }
 
     /// torch's `sparse_csc_tensor(ccol_indices, row_indices, values, size)`.
-    pub fn csc<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+    pub fn csc<const C: usize, const V: usize>(
+        ccol: Tensor<C, Int>,
+        row: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Result<Self> {
         Self::compressed(ccol, row, values, shape, Layout::Csc)
     }
 
     /// torch's `sparse_bsr_tensor(crow_indices, col_indices, values, size)`; the block size is
     /// read from `values [*batch, nse, br, bc, *dense]`.
-    pub fn bsr<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+    pub fn bsr<const C: usize, const V: usize>(
+        crow: Tensor<C, Int>,
+        col: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Result<Self> {
         Self::compressed(crow, col, values, shape, Layout::Bsr)
     }
 
     /// torch's `sparse_bsc_tensor(ccol_indices, row_indices, values, size)`.
-    pub fn bsc<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Result<Self> {
+    pub fn bsc<const C: usize, const V: usize>(
+        ccol: Tensor<C, Int>,
+        row: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Result<Self> {
         Self::compressed(ccol, row, values, shape, Layout::Bsc)
     }
 
     /// [`SparseTensor::csr`] without the index checks.
-    pub fn csr_unchecked<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+    pub fn csr_unchecked<const C: usize, const V: usize>(
+        crow: Tensor<C, Int>,
+        col: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Self {
         Self::compressed_unchecked(crow, col, values, shape, Layout::Csr)
     }
 
     /// [`SparseTensor::csc`] without the index checks.
-    pub fn csc_unchecked<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+    pub fn csc_unchecked<const C: usize, const V: usize>(
+        ccol: Tensor<C, Int>,
+        row: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Self {
         Self::compressed_unchecked(ccol, row, values, shape, Layout::Csc)
     }
 
     /// [`SparseTensor::bsr`] without the index checks.
-    pub fn bsr_unchecked<const C: usize, const V: usize>(crow: Tensor<C, Int>, col: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+    pub fn bsr_unchecked<const C: usize, const V: usize>(
+        crow: Tensor<C, Int>,
+        col: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Self {
         Self::compressed_unchecked(crow, col, values, shape, Layout::Bsr)
     }
 
     /// [`SparseTensor::bsc`] without the index checks.
-    pub fn bsc_unchecked<const C: usize, const V: usize>(ccol: Tensor<C, Int>, row: Tensor<C, Int>, values: Tensor<V>, shape: [usize; D]) -> Self {
+    pub fn bsc_unchecked<const C: usize, const V: usize>(
+        ccol: Tensor<C, Int>,
+        row: Tensor<C, Int>,
+        values: Tensor<V>,
+        shape: [usize; D],
+    ) -> Self {
         Self::compressed_unchecked(ccol, row, values, shape, Layout::Bsc)
     }
 
@@ -180,14 +229,33 @@ impl<const D: usize> SparseTensor<D> {
         let batch_dim = C - 1;
         let block_rank = if layout.is_blocked() { 2 } else { 0 };
         if D < batch_dim + 2 || V < batch_dim + 1 + block_rank {
-            return Err(invalid(OP, format!("index tensors of rank {C} and values of rank {V} do not make a {} tensor of rank {D}", layout.name())));
+            return Err(invalid(
+                OP,
+                format!(
+                    "index tensors of rank {C} and values of rank {V} do not make a {} tensor of rank {D}",
+                    layout.name()
+                ),
+            ));
         }
         let dense_dim = D - batch_dim - 2;
         if V != batch_dim + 1 + block_rank + dense_dim {
-            return Err(invalid(OP, format!("values of rank {V} need rank {} for {batch_dim} batch and {dense_dim} dense dims", batch_dim + 1 + block_rank + dense_dim)));
+            return Err(invalid(
+                OP,
+                format!(
+                    "values of rank {V} need rank {} for {batch_dim} batch and {dense_dim} dense dims",
+                    batch_dim + 1 + block_rank + dense_dim
+                ),
+            ));
         }
         if compressed.dtype() != plain.dtype() {
-            return Err(invalid(OP, format!("{cname} ({:?}) and {pname} ({:?}) must have the same dtype", compressed.dtype(), plain.dtype())));
+            return Err(invalid(
+                OP,
+                format!(
+                    "{cname} ({:?}) and {pname} ({:?}) must have the same dtype",
+                    compressed.dtype(),
+                    plain.dtype()
+                ),
+            ));
         }
         // The whole shape first: every size product below then fits, and so does every dim
         // (the index dtype holds it, so `n + 1` cannot overflow).
@@ -223,7 +291,13 @@ impl<const D: usize> SparseTensor<D> {
         check("values", vdims.to_vec(), &vlast)?;
         let (max, name) = index_dtype_max(compressed.dtype())?;
         if nse as u128 > max as u128 {
-            return Err(SparseError::DimensionTooLarge { component: "nse", dim: batch_dim, size: nse, index_dtype: name, max });
+            return Err(SparseError::DimensionTooLarge {
+                component: "nse",
+                dim: batch_dim,
+                size: nse,
+                index_dtype: name,
+                max,
+            });
         }
         let batch_numel = numel(batch);
         let item = br * bc * numel(&shape[batch_dim + 2..]);
@@ -249,7 +323,11 @@ impl<const D: usize> SparseTensor<D> {
     pub(crate) fn compressed_extents(&self) -> (usize, usize) {
         let [br, bc] = self.blocksize.unwrap_or([1, 1]);
         let (rows, cols) = (self.shape[self.batch_dim] / br, self.shape[self.batch_dim + 1] / bc);
-        if self.layout.compresses_rows() { (rows, cols) } else { (cols, rows) }
+        if self.layout.compresses_rows() {
+            (rows, cols)
+        } else {
+            (cols, rows)
+        }
     }
 
     /// Every content invariant of the layout (bounds; compressed order and uniqueness).
@@ -268,9 +346,10 @@ impl<const D: usize> SparseTensor<D> {
         let (n_comp, n_plain) = self.compressed_extents();
         let (batch, nse) = (self.batch_numel(), self.nnz());
         with_ints(compressed, |cs| {
-            with_ints(plain, |ps| {
-                match_ints!(cs, c => match_ints!(ps, p => check_compressed(names, c, p, batch, n_comp, n_plain, nse)))
-            })
+            with_ints(
+                plain,
+                |ps| match_ints!(cs, c => match_ints!(ps, p => check_compressed(names, c, p, batch, n_comp, n_plain, nse))),
+            )
         })
     }
 
@@ -294,7 +373,13 @@ impl<const D: usize> SparseTensor<D> {
 
     /// An empty COO tensor with `sparse_dim` sparse dims and the given dtypes; an error when a
     /// sparse dimension does not fit the index dtype (Julia's `check_Ti`).
-    pub fn empty_with(shape: [usize; D], sparse_dim: usize, index_dtype: DType, value_dtype: DType, device: &Device) -> Result<Self> {
+    pub fn empty_with(
+        shape: [usize; D],
+        sparse_dim: usize,
+        index_dtype: DType,
+        value_dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
         if sparse_dim == 0 || sparse_dim > D {
             return Err(invalid("empty", format!("sparse_dim {sparse_dim} must be in 1..={D}")));
         }

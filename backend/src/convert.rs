@@ -7,15 +7,20 @@
 //! element entries: one linear key per stored element over the indexed dims, which is also
 //! how duplicates in uncoalesced COO input get summed.
 
-use crate::algebra::{compress, keys, keys::FastDiv, nonzero::{dense_to_csr, nonzero_items}, sort, validate};
+use crate::algebra::{
+    compress, keys,
+    keys::FastDiv,
+    nonzero::{dense_to_csr, nonzero_items},
+    sort, validate,
+};
 use crate::alloc::{ensure_allocatable, try_filled, try_vec};
 use crate::error::{Result, SparseError};
 use crate::host::{with_floats, with_ints, FloatSlice};
 use crate::layout::Layout;
+use crate::movement::{gather_index, gather_rows, scatter_add_rows};
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{index_dtype_for, int_tensor, numel, reshape, try_int_tensor};
 use crate::{match_floats, match_ints};
-use crate::movement::{gather_index, gather_rows, scatter_add_rows};
 use burn::tensor::{DType, Tensor, TensorData};
 
 /// Stored elements in element coordinates: a key over the indexed dims and its dense item.
@@ -155,7 +160,12 @@ impl<const D: usize> SparseTensor<D> {
         let device = self.device();
         let indices = indices.clone().select(1, gather_index(perm.clone(), &device));
         let values = gather_rows(self.values.clone(), perm);
-        Self { indices: Indices::Coo(indices), values, coalesced: sort::is_strictly_increasing(&sorted), ..self.clone() }
+        Self {
+            indices: Indices::Coo(indices),
+            values,
+            coalesced: sort::is_strictly_increasing(&sorted),
+            ..self.clone()
+        }
     }
 
     /// torch's `to_sparse_coo()`: compressed layouts become COO over batch + 2 sparse dims
@@ -216,7 +226,12 @@ impl<const D: usize> SparseTensor<D> {
         }
         let blocksize = match (layout.is_blocked(), blocksize) {
             (true, Some(b)) => b,
-            (true, None) => return Err(SparseError::InvalidArgument { operation: "to_sparse", message: format!("{} needs a blocksize", layout.name()) }),
+            (true, None) => {
+                return Err(SparseError::InvalidArgument {
+                    operation: "to_sparse",
+                    message: format!("{} needs a blocksize", layout.name()),
+                })
+            }
             (false, _) => [1, 1],
         };
         if self.layout == layout && self.blocksize.unwrap_or([1, 1]) == blocksize {
@@ -249,7 +264,11 @@ impl<const D: usize> SparseTensor<D> {
             layout: Layout::Csr,
             batch_dim: 0,
             blocksize: None,
-            indices: Indices::Compressed { compressed: try_int_tensor(compressed, [1, m + 1], dtype, &self.device())?, plain, transposed: Default::default() },
+            indices: Indices::Compressed {
+                compressed: try_int_tensor(compressed, [1, m + 1], dtype, &self.device())?,
+                plain,
+                transposed: Default::default(),
+            },
             ..self.clone()
         })
     }
@@ -390,7 +409,10 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     if k > D || (spec.layout == Layout::Coo && k == D) || (spec.layout.is_compressed() && k + 2 > D) {
         return Err(SparseError::InvalidArgument {
             operation: "to_sparse",
-            message: format!("dense_dim {k} leaves too few sparse dims in a tensor of rank {D} for {}", spec.layout.name()),
+            message: format!(
+                "dense_dim {k} leaves too few sparse dims in a tensor of rank {D} for {}",
+                spec.layout.name()
+            ),
         });
     }
     validate::check_shape(&shape[..D - k], spec.index_dtype)?;
@@ -421,7 +443,10 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     }
     let b = D - 2 - k;
     let [br, bc] = if spec.layout.is_blocked() {
-        spec.blocksize.ok_or_else(|| SparseError::InvalidArgument { operation: "to_sparse", message: format!("{} needs a blocksize", spec.layout.name()) })?
+        spec.blocksize.ok_or_else(|| SparseError::InvalidArgument {
+            operation: "to_sparse",
+            message: format!("{} needs a blocksize", spec.layout.name()),
+        })?
     } else {
         [1, 1]
     };

@@ -32,7 +32,13 @@ fn sci(v: f64) -> String {
 }
 
 fn nonfinite(v: f64) -> String {
-    if v.is_nan() { "nan".into() } else if v > 0.0 { "inf".into() } else { "-inf".into() }
+    if v.is_nan() {
+        "nan".into()
+    } else if v > 0.0 {
+        "inf".into()
+    } else {
+        "-inf".into()
+    }
 }
 
 impl Style {
@@ -47,7 +53,11 @@ impl Style {
             return if int_mode { Style::FloatInt } else { Style::Fixed };
         }
         if int_mode {
-            if max / min > 1000.0 || max > 1e8 { Style::Sci } else { Style::FloatInt }
+            if max / min > 1000.0 || max > 1e8 {
+                Style::Sci
+            } else {
+                Style::FloatInt
+            }
         } else if max / min > 1000.0 || max > 1e8 || min < 1e-4 {
             Style::Sci
         } else {
@@ -81,7 +91,16 @@ fn shown(shape: &[usize], summarize: bool) -> Vec<Vec<usize>> {
 }
 
 #[allow(clippy::too_many_arguments)] // the recursion's state, one argument per piece
-fn render(vals: &[f64], shape: &[usize], strides: &[usize], offset: usize, idx: &[Vec<usize>], fmt: &dyn Fn(f64) -> String, indent: usize, summarize: bool) -> String {
+fn render(
+    vals: &[f64],
+    shape: &[usize],
+    strides: &[usize],
+    offset: usize,
+    idx: &[Vec<usize>],
+    fmt: &dyn Fn(f64) -> String,
+    indent: usize,
+    summarize: bool,
+) -> String {
     if shape.is_empty() {
         return fmt(vals[offset]);
     }
@@ -92,7 +111,16 @@ fn render(vals: &[f64], shape: &[usize], strides: &[usize], offset: usize, idx: 
             // torch's `_vector_str` pads the ellipsis of a row (`1.,  ..., 1.`), not of a dim.
             parts.push(if shape.len() == 1 { " ...".into() } else { "...".into() });
         }
-        parts.push(render(vals, &shape[1..], &strides[1..], offset + i * strides[0], &idx[1..], fmt, indent + 1, summarize));
+        parts.push(render(
+            vals,
+            &shape[1..],
+            &strides[1..],
+            offset + i * strides[0],
+            &idx[1..],
+            fmt,
+            indent + 1,
+            summarize,
+        ));
     }
     let sep = if shape.len() == 1 { ", ".to_string() } else { format!(",\n{}", " ".repeat(indent + 1)) };
     format!("[{}]", parts.join(&sep))

@@ -152,11 +152,17 @@ impl<const D: usize> SparseTensor<D> {
         if self.dense_dim != other.dense_dim {
             return Err(invalid(
                 operation,
-                format!("operands of shape {:?} have {} and {} dense dims: they must match", self.shape, self.dense_dim, other.dense_dim),
+                format!(
+                    "operands of shape {:?} have {} and {} dense dims: they must match",
+                    self.shape, self.dense_dim, other.dense_dim
+                ),
             ));
         }
         if self.dtype() != other.dtype() {
-            return Err(invalid(operation, format!("value dtypes {:?} and {:?} do not match", self.dtype(), other.dtype())));
+            return Err(invalid(
+                operation,
+                format!("value dtypes {:?} and {:?} do not match", self.dtype(), other.dtype()),
+            ));
         }
         Ok(())
     }
@@ -164,10 +170,16 @@ impl<const D: usize> SparseTensor<D> {
     fn check_dense_operand(&self, operation: &'static str, dense: &Tensor<D>) -> Result<()> {
         self.check_invariants()?;
         if dense.dims() != self.shape {
-            return Err(invalid(operation, format!("shapes {:?} (sparse) and {:?} (dense) do not match", self.shape, dense.dims())));
+            return Err(invalid(
+                operation,
+                format!("shapes {:?} (sparse) and {:?} (dense) do not match", self.shape, dense.dims()),
+            ));
         }
         if dense.dtype() != self.dtype() {
-            return Err(invalid(operation, format!("value dtypes {:?} (sparse) and {:?} (dense) do not match", self.dtype(), dense.dtype())));
+            return Err(invalid(
+                operation,
+                format!("value dtypes {:?} (sparse) and {:?} (dense) do not match", self.dtype(), dense.dtype()),
+            ));
         }
         Ok(())
     }
@@ -180,7 +192,15 @@ impl<const D: usize> SparseTensor<D> {
     /// [`Self::coo_with_keys`] from coordinates already laid out `[sizes.len(), n]`.
     fn coo_with_coords(&self, sizes: &[usize], coords: Vec<i64>, n: usize, values: Tensor<2>, coalesced: bool) -> Self {
         let indices = int_tensor(coords, [sizes.len(), n], self.index_dtype(), &self.device());
-        Self { layout: Layout::Coo, batch_dim: 0, blocksize: None, indices: Indices::Coo(indices), values, coalesced, ..self.clone() }
+        Self {
+            layout: Layout::Coo,
+            batch_dim: 0,
+            blocksize: None,
+            indices: Indices::Coo(indices),
+            values,
+            coalesced,
+            ..self.clone()
+        }
     }
 
     /// This COO result in `template`'s layout and block size.

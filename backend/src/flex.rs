@@ -27,8 +27,14 @@ fn transposed_2d(t: &FlexTensor) -> Option<FlexTensor> {
     }
     let off = layout.start_offset();
     let data = match t.dtype() {
-        DType::F32 => TensorData::new(sparsegrad_kernels::dense::transpose_blocked(&t.storage::<f32>()[off..off + rows * cols], cols, rows), [rows, cols]),
-        DType::F64 => TensorData::new(sparsegrad_kernels::dense::transpose_blocked(&t.storage::<f64>()[off..off + rows * cols], cols, rows), [rows, cols]),
+        DType::F32 => TensorData::new(
+            sparsegrad_kernels::dense::transpose_blocked(&t.storage::<f32>()[off..off + rows * cols], cols, rows),
+            [rows, cols],
+        ),
+        DType::F64 => TensorData::new(
+            sparsegrad_kernels::dense::transpose_blocked(&t.storage::<f64>()[off..off + rows * cols], cols, rows),
+            [rows, cols],
+        ),
         _ => return None,
     };
     Some(FlexTensor::from_data(data))

@@ -136,8 +136,7 @@ pub trait HostAccess: Backend {
 
     /// Calls `f` with the elements of a Float tensor in row-major order.
     fn with_float_slice(tensor: &FloatTensor<Self>, f: &mut dyn FnMut(FloatSlice<'_>)) -> usize {
-        let data =
-            read_sync(Self::float_into_data(tensor.clone())).expect("float tensor readback");
+        let data = read_sync(Self::float_into_data(tensor.clone())).expect("float tensor readback");
         with_float_data(&data, f)
     }
 
@@ -152,11 +151,8 @@ pub trait HostAccess: Backend {
 
 impl HostAccess for Flex {
     fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {
-        let t = if tensor.is_contiguous() && tensor.layout().start_offset() == 0 {
-            tensor
-        } else {
-            tensor.to_contiguous()
-        };
+        let t =
+            if tensor.is_contiguous() && tensor.layout().start_offset() == 0 { tensor } else { tensor.to_contiguous() };
         let n = t.shape().num_elements();
         match t.dtype() {
             DType::I64 => f(IntSlice::I64(t.as_slice::<i64>().expect("contiguous i64"))),
@@ -231,15 +227,15 @@ pub fn with_ints<const D: usize, R>(
 /// Whether `a` and `b` are views of the same stored elements, so they hold the same values:
 /// how a layer knows that the pattern it checked is the one it holds now, without reading it.
 /// `false` when the backend cannot tell.
-pub fn same_int_storage<const D: usize>(a: &burn::Tensor<D, burn::tensor::Int>, b: &burn::Tensor<D, burn::tensor::Int>) -> bool {
+pub fn same_int_storage<const D: usize>(
+    a: &burn::Tensor<D, burn::tensor::Int>,
+    b: &burn::Tensor<D, burn::tensor::Int>,
+) -> bool {
     <burn::backend::Dispatch as HostAccess>::same_int_storage(a.clone().into_dispatch(), b.clone().into_dispatch())
 }
 
 /// Runs `f` on the host view of a Float tensor of any device.
-pub fn with_floats<const D: usize, R>(
-    tensor: &burn::Tensor<D>,
-    f: impl FnOnce(FloatSlice<'_>) -> R,
-) -> R {
+pub fn with_floats<const D: usize, R>(tensor: &burn::Tensor<D>, f: impl FnOnce(FloatSlice<'_>) -> R) -> R {
     let mut f = Some(f);
     let mut out = None;
     let prim = tensor.clone().into_dispatch();

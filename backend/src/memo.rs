@@ -41,17 +41,28 @@ impl<const D: usize> PatternMemo<D> {
 
     /// The pattern's transposed-view cache when `tensors` are the storage last checked for
     /// `key`; else runs `check` and, when it passes, remembers them with a new cache.
-    pub(crate) fn check_once(&self, tensors: &[&Tensor<D, Int>], key: &[usize], check: impl FnOnce() -> Result<()>) -> Result<Arc<TransposeCell>> {
+    pub(crate) fn check_once(
+        &self,
+        tensors: &[&Tensor<D, Int>],
+        key: &[usize],
+        check: impl FnOnce() -> Result<()>,
+    ) -> Result<Arc<TransposeCell>> {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = seen.as_ref() {
-            let same = s.key == key && s.tensors.len() == tensors.len() && s.tensors.iter().zip(tensors).all(|(a, b)| same_int_storage(a, b));
+            let same = s.key == key
+                && s.tensors.len() == tensors.len()
+                && s.tensors.iter().zip(tensors).all(|(a, b)| same_int_storage(a, b));
             if same {
                 return Ok(s.transposed.clone());
             }
         }
         check()?;
         let transposed = Arc::new(TransposeCell::new());
-        *seen = Some(Seen { tensors: tensors.iter().map(|&t| t.clone()).collect(), key: key.to_vec(), transposed: transposed.clone() });
+        *seen = Some(Seen {
+            tensors: tensors.iter().map(|&t| t.clone()).collect(),
+            key: key.to_vec(),
+            transposed: transposed.clone(),
+        });
         Ok(transposed)
     }
 }
@@ -65,13 +76,18 @@ mod tests {
     #[test]
     fn checks_once_per_storage_and_key() {
         let device = Device::flex();
-        let ints = |v: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(v.clone(), [v.len()]), (&device, DType::I64));
+        let ints =
+            |v: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(v.clone(), [v.len()]), (&device, DType::I64));
         let (a, b) = (ints(vec![0, 1, 2]), ints(vec![1, 0]));
         let memo = PatternMemo::<1>::new();
         let runs = std::cell::Cell::new(0);
         let check = |ok: bool| {
             runs.set(runs.get() + 1);
-            if ok { Ok(()) } else { Err(SparseError::Uncoalesced { operation: "probe" }) }
+            if ok {
+                Ok(())
+            } else {
+                Err(SparseError::Uncoalesced { operation: "probe" })
+            }
         };
         assert!(memo.check_once(&[&a, &b], &[2, 3], || check(true)).is_ok());
         // The same storage (clones share it) and key: no second check.

@@ -6,16 +6,16 @@
 //! f64; other dtypes take the default), any other backend composes burn's `select` and
 //! `select_assign`, and `Autodiff` records the two backward rules.
 
+use crate::flex::*;
 use crate::host::IntSlice;
+use burn::backend::flex::FlexTensor;
+use burn::backend::Dispatch;
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
     Backend, Flex, TensorMetadata,
 };
 use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
-use burn::backend::flex::FlexTensor;
-use crate::flex::*;
-use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 use rayon::prelude::*;
 
@@ -81,7 +81,12 @@ fn gather_kernel<T: Copy + Default + Send + Sync>(src: &[T], width: usize, ids: 
     out
 }
 
-fn index_add_kernel<T: Copy + Default + core::ops::AddAssign + Send + Sync>(src: &[T], width: usize, targets: IntSlice<'_>, rows: usize) -> Vec<T> {
+fn index_add_kernel<T: Copy + Default + core::ops::AddAssign + Send + Sync>(
+    src: &[T],
+    width: usize,
+    targets: IntSlice<'_>,
+    rows: usize,
+) -> Vec<T> {
     // Zeros written, not calloc'd: the read-modify-writes below would otherwise fault twice per
     // page (zero page, then copy-on-write with a TLB shootdown).
     let mut out = Vec::with_capacity(rows * width);
@@ -110,8 +115,12 @@ impl RowMovement for Flex {
         let n = ids.shape().num_elements();
         let Some(idx) = flex_ids(&ids) else { return gather_rows_default::<Flex>(values, ids) };
         let data = match values.dtype() {
-            DType::F32 => TensorData::new(gather_kernel(values.as_slice::<f32>().expect("f32"), width, idx), [n, width]),
-            DType::F64 => TensorData::new(gather_kernel(values.as_slice::<f64>().expect("f64"), width, idx), [n, width]),
+            DType::F32 => {
+                TensorData::new(gather_kernel(values.as_slice::<f32>().expect("f32"), width, idx), [n, width])
+            }
+            DType::F64 => {
+                TensorData::new(gather_kernel(values.as_slice::<f64>().expect("f64"), width, idx), [n, width])
+            }
             _ => return gather_rows_default::<Flex>(values, ids),
         };
         FlexTensor::from_data(data)
@@ -122,8 +131,14 @@ impl RowMovement for Flex {
         let width = values.shape()[1];
         let Some(idx) = flex_ids(&targets) else { return index_add_rows_default::<Flex>(values, targets, rows) };
         let data = match values.dtype() {
-            DType::F32 => TensorData::new(index_add_kernel(values.as_slice::<f32>().expect("f32"), width, idx, rows), [rows, width]),
-            DType::F64 => TensorData::new(index_add_kernel(values.as_slice::<f64>().expect("f64"), width, idx, rows), [rows, width]),
+            DType::F32 => TensorData::new(
+                index_add_kernel(values.as_slice::<f32>().expect("f32"), width, idx, rows),
+                [rows, width],
+            ),
+            DType::F64 => TensorData::new(
+                index_add_kernel(values.as_slice::<f64>().expect("f64"), width, idx, rows),
+                [rows, width],
+            ),
             _ => return index_add_rows_default::<Flex>(values, targets, rows),
         };
         FlexTensor::from_data(data)
@@ -167,7 +182,9 @@ mod autodiff_impl {
 
         fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
             let (ids, rows) = ops.state;
-            burn::backend::autodiff::ops::unary::<B, _>(ops.parents, ops.node, grads, |g| B::index_add_rows(g, ids, rows));
+            burn::backend::autodiff::ops::unary::<B, _>(ops.parents, ops.node, grads, |g| {
+                B::index_add_rows(g, ids, rows)
+            });
         }
     }
 

@@ -42,7 +42,10 @@ pub fn sum<const D: usize, const R: usize>(s: &SparseTensor<D>, dims: &[usize]) 
     let m = s.sparse_dim;
     let kept: Vec<usize> = (0..m).filter(|&d| !reduced[d]).collect();
     if kept.is_empty() {
-        return Err(invalid("sum", format!("summing dims {dims:?} leaves no sparse dim of the {m}: the result is dense, use sum_to_dense")));
+        return Err(invalid(
+            "sum",
+            format!("summing dims {dims:?} leaves no sparse dim of the {m}: the result is dense, use sum_to_dense"),
+        ));
     }
     let shape = remaining_shape::<D, R>("sum", &s.shape, &reduced)?;
     let (indices, values, coalesced) = if kept.len() == m {
@@ -83,7 +86,10 @@ pub fn sum_to_dense<const D: usize, const R: usize>(s: &SparseTensor<D>, dims: &
     let kept_dense: Vec<usize> = (m..D).filter(|&d| !reduced[d]).map(|d| s.shape[d]).collect();
     let expected = kept_dense.len().max(1);
     if R != expected {
-        return Err(invalid("sum_to_dense", format!("summing dims {dims:?} of a rank-{D} tensor leaves rank {expected}, asked for rank {R}")));
+        return Err(invalid(
+            "sum_to_dense",
+            format!("summing dims {dims:?} of a rank-{D} tensor leaves rank {expected}, asked for rank {R}"),
+        ));
     }
     let total = s.values.clone().sum_dim(0);
     let dense_shape: Vec<usize> = s.dense_shape().to_vec();
@@ -109,10 +115,16 @@ fn reduced_dims<const D: usize>(operation: &'static str, dims: &[usize]) -> Resu
 }
 
 /// The sizes of the dims not summed, as an `R`-array; an error when `R` is not their count.
-fn remaining_shape<const D: usize, const R: usize>(operation: &'static str, shape: &[usize; D], reduced: &[bool; D]) -> Result<[usize; R]> {
+fn remaining_shape<const D: usize, const R: usize>(
+    operation: &'static str,
+    shape: &[usize; D],
+    reduced: &[bool; D],
+) -> Result<[usize; R]> {
     let kept: Vec<usize> = (0..D).filter(|&d| !reduced[d]).map(|d| shape[d]).collect();
     let n = kept.len();
-    kept.try_into().map_err(|_| invalid(operation, format!("summing {} dims of a rank-{D} tensor leaves rank {n}, asked for rank {R}", D - n)))
+    kept.try_into().map_err(|_| {
+        invalid(operation, format!("summing {} dims of a rank-{D} tensor leaves rank {n}, asked for rank {R}", D - n))
+    })
 }
 
 /// Sums the entries of COO `s` that agree on the `kept` sparse dims: the coordinates of the
@@ -123,11 +135,11 @@ fn sum_sparse_dims<const D: usize>(s: &SparseTensor<D>, kept: &[usize]) -> (Vec<
     let idx = read_i64(indices);
     let sizes: Vec<usize> = kept.iter().map(|&d| s.shape[d]).collect();
     let strides = keys::strides(&sizes);
-    let new_keys: Vec<u64> = (0..nse)
-        .map(|j| kept.iter().zip(&strides).map(|(&d, &st)| idx[d * nse + j] as u64 * st).sum())
-        .collect();
+    let new_keys: Vec<u64> =
+        (0..nse).map(|j| kept.iter().zip(&strides).map(|(&d, &st)| idx[d * nse + j] as u64 * st).sum()).collect();
     let plan = sort::coalesce_plan(new_keys, &sizes);
-    let values = if plan.identity { s.values.clone() } else { scatter_add_rows(s.values.clone(), plan.segment, plan.unique) };
+    let values =
+        if plan.identity { s.values.clone() } else { scatter_add_rows(s.values.clone(), plan.segment, plan.unique) };
     (plan.coords, values)
 }
 

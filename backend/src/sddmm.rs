@@ -28,7 +28,12 @@ pub trait SddmmKernels: Backend {
     ///
     /// # Safety
     /// See the trait.
-    unsafe fn csr_sddmm(crow: IntTensor<Self>, col: IntTensor<Self>, a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
+    unsafe fn csr_sddmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
         default::sddmm::<Self>(crow, col, a, b)
     }
 }

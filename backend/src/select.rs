@@ -94,7 +94,13 @@ impl<const D: usize> SparseTensor<D> {
             return Err(match i64::try_from(index) {
                 Ok(value) => out_of_bounds(dim, 0, value, size),
                 // As text: the error's i64 field cannot hold it (a cast would report -1).
-                Err(_) => invalid("select", format!("index {index} is out of bounds for dimension {dim} of size {size} (shape {:?})", self.shape)),
+                Err(_) => invalid(
+                    "select",
+                    format!(
+                        "index {index} is out of bounds for dimension {dim} of size {size} (shape {:?})",
+                        self.shape
+                    ),
+                ),
             });
         }
         let mut shape = self.shape.to_vec();
@@ -106,18 +112,27 @@ impl<const D: usize> SparseTensor<D> {
             return Ok(SparseTensor { shape, values, dense_dim: self.dense_dim - 1, ..self.retyped() });
         }
         if indexed == 1 {
-            return Err(invalid("select", format!("dim {dim} is the only sparse dim of shape {:?}: the result is dense, use at(&[{index}])", self.shape)));
+            return Err(invalid(
+                "select",
+                format!(
+                    "dim {dim} is the only sparse dim of shape {:?}: the result is dense, use at(&[{index}])",
+                    self.shape
+                ),
+            ));
         }
         self.via_coo(|c| {
             let (sd, nse) = (c.sparse_dim, c.nnz());
             let rows = c.coo_host_indices();
             let keep: Vec<i64> = (0..nse as i64).filter(|&j| rows[dim * nse + j as usize] == index as i64).collect();
-            let out = (0..sd).filter(|&d| d != dim).flat_map(|d| keep.iter().map(move |&j| (d, j))).map(|(d, j)| rows[d * nse + j as usize]).collect();
+            let out = (0..sd)
+                .filter(|&d| d != dim)
+                .flat_map(|d| keep.iter().map(move |&j| (d, j)))
+                .map(|(d, j)| rows[d * nse + j as usize])
+                .collect();
             let values = gather_rows(c.values.clone(), keep);
             c.coo_from_host(shape, sd - 1, out, values, c.coalesced)
         })
     }
-
 
     /// torch's `s[i0, i1, ...]` once every sparse (indexed) dim has an index: the dense value
     /// there (duplicates summed, zero when unspecified), further indices reading into the
@@ -132,7 +147,13 @@ impl<const D: usize> SparseTensor<D> {
     pub fn try_at<const R: usize>(&self, index: &[usize]) -> Result<Tensor<R>> {
         let indexed = self.indexed_dims();
         if index.len() < indexed || index.len() > D {
-            return Err(invalid("at", format!("{index:?} must index the {indexed} sparse dims of shape {:?} (and at most every dim)", self.shape)));
+            return Err(invalid(
+                "at",
+                format!(
+                    "{index:?} must index the {indexed} sparse dims of shape {:?} (and at most every dim)",
+                    self.shape
+                ),
+            ));
         }
         for (d, &i) in index.iter().enumerate() {
             if i >= self.shape[d] {
@@ -152,8 +173,10 @@ impl<const D: usize> SparseTensor<D> {
         let n = hits.len();
         let item = scatter_add_rows(gather_rows(e.values, hits), vec![0; n], 1);
         let tail = numel(&dense[q..]);
-        let offset: usize = index[indexed..].iter().zip(keys::strides(&dense[..q])).map(|(&i, s)| i * s as usize).sum::<usize>() * tail;
-        let picked = pick_dense(reshape(item, [1, 1, numel(dense), 1]), (offset as i64..(offset + tail) as i64).collect());
+        let offset: usize =
+            index[indexed..].iter().zip(keys::strides(&dense[..q])).map(|(&i, s)| i * s as usize).sum::<usize>() * tail;
+        let picked =
+            pick_dense(reshape(item, [1, 1, numel(dense), 1]), (offset as i64..(offset + tail) as i64).collect());
         Ok(reshape(picked, out_shape))
     }
 
@@ -173,13 +196,20 @@ impl<const D: usize> SparseTensor<D> {
         self.check_dim("narrow", dim)?;
         let size = self.shape[dim];
         if start.checked_add(length).is_none_or(|end| end > size) {
-            return Err(invalid("narrow", format!("start {start} + length {length} exceeds dimension {dim} of size {size} (shape {:?})", self.shape)));
+            return Err(invalid(
+                "narrow",
+                format!(
+                    "start {start} + length {length} exceeds dimension {dim} of size {size} (shape {:?})",
+                    self.shape
+                ),
+            ));
         }
         let mut shape = self.shape;
         shape[dim] = length;
         let indexed = self.indexed_dims();
         if dim >= indexed {
-            let values = self.map_dense_dim(dim - indexed, |v| pick_dense(v, (start as i64..(start + length) as i64).collect()));
+            let values =
+                self.map_dense_dim(dim - indexed, |v| pick_dense(v, (start as i64..(start + length) as i64).collect()));
             return Ok(Self { shape, values, ..self.clone() });
         }
         self.via_coo(|c| {
@@ -190,7 +220,10 @@ impl<const D: usize> SparseTensor<D> {
             for v in &mut rows[dim * nse..(dim + 1) * nse] {
                 *v -= start as i64;
             }
-            let out = (0..sd).flat_map(|d| keep.iter().map(move |&j| (d, j))).map(|(d, j)| rows[d * nse + j as usize]).collect();
+            let out = (0..sd)
+                .flat_map(|d| keep.iter().map(move |&j| (d, j)))
+                .map(|(d, j)| rows[d * nse + j as usize])
+                .collect();
             let values = gather_rows(c.values.clone(), keep);
             c.coo_from_host(shape, sd, out, values, c.coalesced)
         })
@@ -217,7 +250,10 @@ pub fn sparse_mask<const D: usize>(dense: &Tensor<D>, mask: &SparseTensor<D>) ->
 /// [`sparse_mask`] returning an error when the shapes differ.
 pub fn try_sparse_mask<const D: usize>(dense: &Tensor<D>, mask: &SparseTensor<D>) -> Result<SparseTensor<D>> {
     if dense.dims() != mask.shape {
-        return Err(invalid("sparse_mask", format!("dense shape {:?} does not match the mask's shape {:?}", dense.dims(), mask.shape)));
+        return Err(invalid(
+            "sparse_mask",
+            format!("dense shape {:?} does not match the mask's shape {:?}", dense.dims(), mask.shape),
+        ));
     }
     let e = mask.entries()?;
     let item = numel(mask.dense_shape());

@@ -18,12 +18,12 @@ use crate::flex::*;
 use crate::sddmm::SddmmKernels;
 use crate::spmm::SpmmKernels;
 use burn::backend::flex::FlexTensor;
+use burn::backend::ops::FloatTensorOps;
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
     Backend, Flex, TensorMetadata,
 };
-use burn::backend::ops::FloatTensorOps;
 use burn::tensor::{Shape, TensorData};
 use sparsegrad_kernels::pattern::{CsrPattern, TransposeCell};
 use sparsegrad_kernels::semi::{csr_of, semi_mm, semi_mm_t, semi_sddmm};
@@ -34,29 +34,54 @@ use sparsegrad_kernels::semi::{csr_of, semi_mm, semi_mm_t, semi_sddmm};
 pub trait SemiKernels: SpmmKernels + SddmmKernels {
     /// `A · B` (`B [cols, n]`, result `[rows, n]`), or with `transposed` `B · Aᵀ`
     /// (`B [n, cols]`, result `[n, rows]`: a linear layer's product).
-    fn semi_mm(values: FloatTensor<Self>, metadata: IntTensor<Self>, cols: usize, b: FloatTensor<Self>, transposed: bool) -> FloatTensor<Self> {
+    fn semi_mm(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        b: FloatTensor<Self>,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
         let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &b.device());
         let b = if transposed { Self::float_transpose(b) } else { b };
         // SAFETY: `csr_pattern` checked the pattern it built (over `cols` columns, the rows of
         // `b` once oriented as `[cols, n]`).
         let out = unsafe { Self::csr_spmm(crow, col, default::flat::<Self>(values), b) };
-        if transposed { Self::float_transpose(out) } else { out }
+        if transposed {
+            Self::float_transpose(out)
+        } else {
+            out
+        }
     }
 
     /// `Aᵀ · G` (`G [rows, n]`, result `[cols, n]`), or with `transposed` `G · A`
     /// (`G [n, rows]`, result `[n, cols]`).
-    fn semi_mm_t(values: FloatTensor<Self>, metadata: IntTensor<Self>, cols: usize, g: FloatTensor<Self>, transposed: bool) -> FloatTensor<Self> {
+    fn semi_mm_t(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        g: FloatTensor<Self>,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
         let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &g.device());
         let g = if transposed { Self::float_transpose(g) } else { g };
         // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns; the cell is
         // fresh.
         let out = unsafe { Self::csr_spmm_t(crow, col, default::flat::<Self>(values), g, cols, &TransposeCell::new()) };
-        if transposed { Self::float_transpose(out) } else { out }
+        if transposed {
+            Self::float_transpose(out)
+        } else {
+            out
+        }
     }
 
     /// `out[r, j] = G[r] · B[col(r, j)]` for every kept entry: `G [rows, n]`, `B [cols, n]`,
     /// result `[rows, cols / 2]`.
-    fn semi_sddmm(metadata: IntTensor<Self>, cols: usize, g: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
+    fn semi_sddmm(
+        metadata: IntTensor<Self>,
+        cols: usize,
+        g: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
         let rows = metadata.shape()[0];
         let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &g.device());
         // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns (the rows of `b`).
@@ -73,7 +98,11 @@ mod default {
         B::float_reshape(values, Shape::new([n]))
     }
 
-    pub fn csr_pattern<B: Backend>(metadata: IntTensor<B>, cols: usize, device: &B::Device) -> (IntTensor<B>, IntTensor<B>) {
+    pub fn csr_pattern<B: Backend>(
+        metadata: IntTensor<B>,
+        cols: usize,
+        device: &B::Device,
+    ) -> (IntTensor<B>, IntTensor<B>) {
         let rows = metadata.shape()[0];
         let data = burn::backend::read_sync(B::int_into_data(metadata)).expect("metadata readback");
         let meta: Vec<i16> = data.iter::<i64>().map(|v| v as i16).collect();
@@ -83,7 +112,10 @@ mod default {
         if let Err(e) = CsrPattern::new(&crow, &col, cols) {
             panic!("semi-structured metadata does not describe a [{rows}, {cols}] matrix: {e}");
         }
-        (B::int_from_data(TensorData::new(crow, [rows + 1]), device), B::int_from_data(TensorData::new(col, [nnz]), device))
+        (
+            B::int_from_data(TensorData::new(crow, [rows + 1]), device),
+            B::int_from_data(TensorData::new(col, [nnz]), device),
+        )
     }
 }
 
@@ -122,7 +154,11 @@ impl SemiKernels for Flex {
             |[v, g]| semi_mm_t(&meta, v, rows, cols, g, n),
             |[v, g]| semi_mm_t(&meta, v, rows, cols, g, n),
         );
-        if transposed { Flex::float_transpose(out) } else { out }
+        if transposed {
+            Flex::float_transpose(out)
+        } else {
+            out
+        }
     }
 
     fn semi_sddmm(metadata: FlexTensor, cols: usize, g: FlexTensor, b: FlexTensor) -> FlexTensor {

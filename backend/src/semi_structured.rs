@@ -14,20 +14,22 @@
 //! kernels) and in `sparsegrad-autodiff` (the differentiable ops).
 
 use crate::host::{with_floats, with_ints};
-pub use sparsegrad_kernels::semi::{compress_mask, kept_columns, slot, validate_metadata, SemiPattern, WORD_COLUMNS};
 use crate::memo::PatternMemo;
 use crate::util::int_tensor;
 use crate::{Result, SparseError};
 use burn::tensor::kind::Basic;
-use burn::tensor::{DType, Device, Float, Int, Tensor, TensorData};
 use burn::tensor::IndexingUpdateOp;
+use burn::tensor::{DType, Device, Float, Int, Tensor, TensorData};
+pub use sparsegrad_kernels::semi::{compress_mask, kept_columns, slot, validate_metadata, SemiPattern, WORD_COLUMNS};
 
 /// torch's pattern for a dtype: 2:4 for 16- and 8-bit types, 1:2 for 32- and 64-bit floats.
 pub fn semi_pattern_for(dtype: DType) -> Result<SemiPattern> {
     match dtype {
         DType::F16 | DType::BF16 | DType::I8 => Ok(SemiPattern::TwoFour),
         DType::F32 | DType::F64 => Ok(SemiPattern::OneTwo),
-        other => Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{other:?}") }),
+        other => {
+            Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{other:?}") })
+        }
     }
 }
 
@@ -102,7 +104,10 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         let op = "to_sparse_semi_structured";
         let dtype = dense.dtype();
         if !K::supported(dtype) {
-            return Err(SparseError::UnsupportedDtype { component: "semi-structured values", dtype: format!("{dtype:?}") });
+            return Err(SparseError::UnsupportedDtype {
+                component: "semi-structured values",
+                dtype: format!("{dtype:?}"),
+            });
         }
         let [rows, cols] = dense.dims();
         if !cols.is_multiple_of(4) {
@@ -116,23 +121,43 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         } else {
             dense.gather(1, int_tensor(kept, [rows, cols / 2], DType::I64, &device))
         };
-        Ok(Self { values, metadata: metadata_tensor(meta, rows, cols, &device), rows, cols, pattern, transposed: false })
+        Ok(Self {
+            values,
+            metadata: metadata_tensor(meta, rows, cols, &device),
+            rows,
+            cols,
+            pattern,
+            transposed: false,
+        })
     }
 
     /// A tensor from its parts: kept `values` `[rows, cols / 2]` and `metadata` words
     /// `[rows, ceil(cols / 16)]` (any integer dtype holding the 16-bit words), checked.
-    pub fn from_parts(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern) -> Result<Self> {
+    pub fn from_parts(
+        values: Tensor<2, K>,
+        metadata: Tensor<2, Int>,
+        cols: usize,
+        pattern: SemiPattern,
+    ) -> Result<Self> {
         let op = "SemiStructuredTensor::from_parts";
         let [rows, half] = values.dims();
         if !cols.is_multiple_of(4) {
             return Err(shape_error(op, format!("the row length {cols} must be a multiple of 4")));
         }
         if half * 2 != cols {
-            return Err(SparseError::ShapeMismatch { component: "values", expected: vec![rows, cols / 2], actual: vec![rows, half] });
+            return Err(SparseError::ShapeMismatch {
+                component: "values",
+                expected: vec![rows, cols / 2],
+                actual: vec![rows, half],
+            });
         }
         let words = cols.div_ceil(WORD_COLUMNS);
         if metadata.dims() != [rows, words] {
-            return Err(SparseError::ShapeMismatch { component: "metadata", expected: vec![rows, words], actual: metadata.dims().to_vec() });
+            return Err(SparseError::ShapeMismatch {
+                component: "metadata",
+                expected: vec![rows, words],
+                actual: metadata.dims().to_vec(),
+            });
         }
         if !K::supported(values.dtype()) {
             return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{:?}", values.dtype()) });
@@ -147,7 +172,13 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
     /// step (a layer's parameters): `i16` metadata is checked the first time and again only
     /// when the tensor, the row length or the pattern changes (see [`PatternMemo`]); other
     /// integer dtypes are converted and checked at every call, as by `from_parts`.
-    pub fn from_parts_with_memo(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern, memo: &PatternMemo<2>) -> Result<Self> {
+    pub fn from_parts_with_memo(
+        values: Tensor<2, K>,
+        metadata: Tensor<2, Int>,
+        cols: usize,
+        pattern: SemiPattern,
+        memo: &PatternMemo<2>,
+    ) -> Result<Self> {
         if metadata.dtype() != DType::I16 {
             return Self::from_parts(values, metadata, cols, pattern);
         }
@@ -175,7 +206,12 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
     /// decodes to a column inside its own group of four, so invalid words (slots out of order,
     /// a 1:2 slot in the wrong half) give the matrix they literally describe, with a repeated
     /// slot summing its two values.
-    pub fn from_parts_unchecked(values: Tensor<2, K>, metadata: Tensor<2, Int>, cols: usize, pattern: SemiPattern) -> Self {
+    pub fn from_parts_unchecked(
+        values: Tensor<2, K>,
+        metadata: Tensor<2, Int>,
+        cols: usize,
+        pattern: SemiPattern,
+    ) -> Self {
         let [rows, half] = values.dims();
         let words = cols.div_ceil(WORD_COLUMNS);
         assert!(

@@ -10,7 +10,10 @@
 //! layout cannot hold it, COO when fewer than two sparse dims remain). `unsqueeze` and
 //! dense-dim moves never convert.
 
-use crate::algebra::{keys, validate::{check_numel, check_shape}};
+use crate::algebra::{
+    keys,
+    validate::{check_numel, check_shape},
+};
 use crate::error::{invalid, Result};
 use crate::layout::Layout;
 use crate::movement::gather_index;
@@ -21,9 +24,7 @@ use burn::tensor::Tensor;
 /// The shape as an array of the rank the caller asked for.
 pub(crate) fn fixed_rank<const E: usize>(operation: &'static str, shape: Vec<usize>) -> Result<[usize; E]> {
     let rank = shape.len();
-    shape
-        .try_into()
-        .map_err(|_| invalid(operation, format!("the result has rank {rank}, asked for rank {E}")))
+    shape.try_into().map_err(|_| invalid(operation, format!("the result has rank {rank}, asked for rank {E}")))
 }
 
 /// `t` with positions `ids` of axis 2 (a dense dim in the `[elements, pre, d, post]` view),
@@ -41,7 +42,14 @@ impl<const D: usize> SparseTensor<D> {
     /// A COO tensor from host indices (`[sparse_dim, nse]`, `nse` the rows of `values`, each in
     /// bounds of `shape`) on this tensor's device, in its index dtype, widened when a derived
     /// dimension does not fit it; an error when the shape's element count overflows.
-    pub(crate) fn coo_from_host<const E: usize>(&self, shape: [usize; E], sparse_dim: usize, indices: Vec<i64>, values: Tensor<2>, coalesced: bool) -> Result<SparseTensor<E>> {
+    pub(crate) fn coo_from_host<const E: usize>(
+        &self,
+        shape: [usize; E],
+        sparse_dim: usize,
+        indices: Vec<i64>,
+        values: Tensor<2>,
+        coalesced: bool,
+    ) -> Result<SparseTensor<E>> {
         check_numel(&shape)?;
         let largest = shape[..sparse_dim].iter().copied().max().unwrap_or(0);
         let dtype = index_dtype_for(self.index_dtype(), largest as u64);
@@ -71,7 +79,10 @@ impl<const D: usize> SparseTensor<D> {
 
     /// Runs a COO op on any layout: a compressed tensor goes to COO, and the result back to the
     /// input's layout (block size included) when it keeps at least two sparse dims.
-    pub(crate) fn via_coo<const E: usize>(&self, op: impl FnOnce(&SparseTensor<D>) -> Result<SparseTensor<E>>) -> Result<SparseTensor<E>> {
+    pub(crate) fn via_coo<const E: usize>(
+        &self,
+        op: impl FnOnce(&SparseTensor<D>) -> Result<SparseTensor<E>>,
+    ) -> Result<SparseTensor<E>> {
         self.check_invariants()?;
         if self.layout == Layout::Coo {
             return op(self);
@@ -113,7 +124,10 @@ impl<const D: usize> SparseTensor<D> {
         let mut seen = [false; D];
         for &d in &dims {
             if d >= D || std::mem::replace(&mut seen[d], true) {
-                return Err(invalid("permute", format!("{dims:?} is not a permutation of the {D} dims of shape {:?}", self.shape)));
+                return Err(invalid(
+                    "permute",
+                    format!("{dims:?} is not a permutation of the {D} dims of shape {:?}", self.shape),
+                ));
             }
         }
         let indexed = self.indexed_dims();
@@ -254,7 +268,10 @@ fn infer_sizes(shape: &[i64], total: usize) -> core::result::Result<Vec<usize>, 
     let known = if known_sizes.contains(&0) {
         0
     } else {
-        known_sizes.iter().try_fold(1usize, |a, &s| a.checked_mul(s)).ok_or_else(|| format!("the sizes {shape:?} overflow usize"))?
+        known_sizes
+            .iter()
+            .try_fold(1usize, |a, &s| a.checked_mul(s))
+            .ok_or_else(|| format!("the sizes {shape:?} overflow usize"))?
     };
     let mut sizes: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
     match unknown.as_slice() {

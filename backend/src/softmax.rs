@@ -15,21 +15,21 @@
 //!   other backend gets defaults composed of burn ops (gather, scatter with max and add).
 
 use crate::algebra::{compress, keys::FastDiv, sort, IndexElem};
-pub use sparsegrad_kernels::softmax::{segment_softmax, segment_softmax_backward, SoftmaxReal};
 use crate::error::{invalid, Result, SparseError};
+use crate::flex::*;
 use crate::host::with_ints;
 use crate::layout::Layout;
 use crate::match_ints;
 use crate::tensor::{Indices, SparseTensor};
 use crate::util::{int_tensor, numel, read_i64};
 use burn::backend::flex::FlexTensor;
-use crate::flex::*;
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
     Backend, Flex, TensorMetadata,
 };
 use burn::tensor::{DType, Int, Tensor, TensorData};
+pub use sparsegrad_kernels::softmax::{segment_softmax, segment_softmax_backward, SoftmaxReal};
 
 /// Segment softmax and its backward products on `[elements, width]` values.
 ///
@@ -40,13 +40,24 @@ use burn::tensor::{DType, Int, Tensor, TensorData};
 #[backend_extension(Flex)]
 pub trait SoftmaxKernels: Backend {
     /// `y = softmax(x)` per segment, or `log_softmax(x)` when `log`.
-    fn segment_softmax(values: FloatTensor<Self>, offsets: IntTensor<Self>, order: IntTensor<Self>, log: bool) -> FloatTensor<Self> {
+    fn segment_softmax(
+        values: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
         default::softmax::<Self>(values, offsets, order, log)
     }
 
     /// The input gradient from the output `y` and its gradient `g`: `y * (g - sum_seg(g * y))`,
     /// or `g - exp(y) * sum_seg(g)` when `y` is a log-softmax.
-    fn segment_softmax_backward(y: FloatTensor<Self>, g: FloatTensor<Self>, offsets: IntTensor<Self>, order: IntTensor<Self>, log: bool) -> FloatTensor<Self> {
+    fn segment_softmax_backward(
+        y: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
         default::backward::<Self>(y, g, offsets, order, log)
     }
 }
@@ -85,7 +96,10 @@ impl<const D: usize> SparseTensor<D> {
         }
         let indexed = self.indexed_dims();
         if dim >= indexed {
-            return Err(invalid("softmax", format!("dim {dim} is not one of the {indexed} indexed dims of a {} tensor", self.layout)));
+            return Err(invalid(
+                "softmax",
+                format!("dim {dim} is not one of the {indexed} indexed dims of a {} tensor", self.layout),
+            ));
         }
         let device = self.device();
         let i64s = |v: Vec<i64>| {
@@ -113,10 +127,15 @@ impl<const D: usize> SparseTensor<D> {
     fn storage_segments(&self, dim: usize) -> Option<Vec<i64>> {
         let nse = self.nnz();
         match &self.indices {
-            Indices::Coo(indices) if dim + 1 == self.sparse_dim && self.sparse_dim <= 2 => Some(match self.sparse_dim {
-                1 => vec![0, nse as i64],
-                _ => with_ints(indices, |s| match_ints!(s, i => run_offsets(i[..nse].iter().map(|r| r.to_i64() as u64)))),
-            }),
+            Indices::Coo(indices) if dim + 1 == self.sparse_dim && self.sparse_dim <= 2 => {
+                Some(match self.sparse_dim {
+                    1 => vec![0, nse as i64],
+                    _ => with_ints(
+                        indices,
+                        |s| match_ints!(s, i => run_offsets(i[..nse].iter().map(|r| r.to_i64() as u64))),
+                    ),
+                })
+            }
             Indices::Compressed { compressed, .. } if self.blocksize.is_none() => {
                 let plain_dim = if self.layout.compresses_rows() { self.batch_dim + 1 } else { self.batch_dim };
                 (dim == plain_dim).then(|| batch_offsets(&read_i64(compressed), self.batch_numel(), nse))
@@ -201,13 +220,23 @@ impl SoftmaxKernels for Flex {
         )
     }
 
-    fn segment_softmax_backward(y: FlexTensor, g: FlexTensor, offsets: FlexTensor, order: FlexTensor, log: bool) -> FlexTensor {
+    fn segment_softmax_backward(
+        y: FlexTensor,
+        g: FlexTensor,
+        offsets: FlexTensor,
+        order: FlexTensor,
+        log: bool,
+    ) -> FlexTensor {
         let [n, width] = [y.shape()[0], y.shape()[1]];
         with_real(
             [y, g],
             [n, width],
-            |[y, g]| with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax_backward(y, g, width, o, p, log)),
-            |[y, g]| with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax_backward(y, g, width, o, p, log)),
+            |[y, g]| {
+                with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax_backward(y, g, width, o, p, log))
+            },
+            |[y, g]| {
+                with_segments!(offsets.clone(), order.clone(), |o, p| segment_softmax_backward(y, g, width, o, p, log))
+            },
         )
     }
 }
@@ -252,7 +281,13 @@ pub mod default {
     }
 
     /// `reduce(t)` per segment, broadcast back to every element of the segment.
-    fn per_segment<B: Backend>(t: FloatTensor<B>, ids: &IntTensor<B>, segments: usize, op: IndexingUpdateOp, init: f64) -> FloatTensor<B> {
+    fn per_segment<B: Backend>(
+        t: FloatTensor<B>,
+        ids: &IntTensor<B>,
+        segments: usize,
+        op: IndexingUpdateOp,
+        init: f64,
+    ) -> FloatTensor<B> {
         let width = t.shape()[1];
         let acc = B::float_full(Shape::new([segments, width]), init.into(), &t.device(), t.dtype().into());
         let acc = B::float_select_assign(acc, 0, ids.clone(), t, op);
@@ -260,7 +295,12 @@ pub mod default {
     }
 
     /// Softmax per segment with burn ops.
-    pub fn softmax<B: Backend>(values: FloatTensor<B>, offsets: IntTensor<B>, order: IntTensor<B>, log: bool) -> FloatTensor<B> {
+    pub fn softmax<B: Backend>(
+        values: FloatTensor<B>,
+        offsets: IntTensor<B>,
+        order: IntTensor<B>,
+        log: bool,
+    ) -> FloatTensor<B> {
         if values.shape().num_elements() == 0 {
             return values;
         }
@@ -276,7 +316,13 @@ pub mod default {
     }
 
     /// The backward products per segment with burn ops.
-    pub fn backward<B: Backend>(y: FloatTensor<B>, g: FloatTensor<B>, offsets: IntTensor<B>, order: IntTensor<B>, log: bool) -> FloatTensor<B> {
+    pub fn backward<B: Backend>(
+        y: FloatTensor<B>,
+        g: FloatTensor<B>,
+        offsets: IntTensor<B>,
+        order: IntTensor<B>,
+        log: bool,
+    ) -> FloatTensor<B> {
         if y.shape().num_elements() == 0 {
             return g;
         }

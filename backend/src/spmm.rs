@@ -40,7 +40,12 @@ pub trait SpmmKernels: Backend {
     ///
     /// # Safety
     /// See the trait: a valid pattern over `k = x.shape()[0]` columns.
-    unsafe fn csr_spmm(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>) -> FloatTensor<Self> {
+    unsafe fn csr_spmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
         default::spmm::<Self>(crow, col, values, x, false, 0)
     }
 
@@ -49,7 +54,14 @@ pub trait SpmmKernels: Backend {
     ///
     /// # Safety
     /// See the trait: a valid pattern over `k` columns, and its cell.
-    unsafe fn csr_spmm_t(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>, k: usize, transposed: &TransposeCell) -> FloatTensor<Self> {
+    unsafe fn csr_spmm_t(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FloatTensor<Self> {
         let _ = transposed;
         default::spmm::<Self>(crow, col, values, g, true, k)
     }
@@ -61,14 +73,26 @@ pub trait SpmmKernels: Backend {
     /// # Safety
     /// See the trait: a valid pattern over `k` columns, and its cell.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn csr_spmm_backward(crow: IntTensor<Self>, col: IntTensor<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>, x: FloatTensor<Self>, transpose: bool, k: usize, transposed: &TransposeCell) -> FloatTensor<Self> {
+    unsafe fn csr_spmm_backward(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        transpose: bool,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FloatTensor<Self> {
         // SAFETY: the pattern is the caller's, valid over `k` columns (this method's contract);
         // `x [k, n]` for the forward product's `dX`, `g [k, n]` for the transposed one's.
         let (dx, dv) = unsafe {
             if transpose {
                 (Self::csr_spmm(crow.clone(), col.clone(), values, g.clone()), default::sddmm::<Self>(crow, col, x, g))
             } else {
-                (Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k, transposed), default::sddmm::<Self>(crow, col, g, x))
+                (
+                    Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k, transposed),
+                    default::sddmm::<Self>(crow, col, g, x),
+                )
             }
         };
         let len = dx.shape().num_elements();
@@ -81,7 +105,14 @@ pub(crate) mod default {
     use super::*;
     use crate::algebra::compress::expand;
 
-    pub fn spmm<B: Backend>(crow: IntTensor<B>, col: IntTensor<B>, values: FloatTensor<B>, x: FloatTensor<B>, transpose: bool, k: usize) -> FloatTensor<B> {
+    pub fn spmm<B: Backend>(
+        crow: IntTensor<B>,
+        col: IntTensor<B>,
+        values: FloatTensor<B>,
+        x: FloatTensor<B>,
+        transpose: bool,
+        k: usize,
+    ) -> FloatTensor<B> {
         let device = x.device();
         let m = crow.shape()[0] - 1;
         let nnz = col.shape()[0];
@@ -97,7 +128,12 @@ pub(crate) mod default {
         B::float_select_assign(out, 0, dst, scaled, IndexingUpdateOp::Add)
     }
 
-    pub fn sddmm<B: Backend>(crow: IntTensor<B>, col: IntTensor<B>, a: FloatTensor<B>, b: FloatTensor<B>) -> FloatTensor<B> {
+    pub fn sddmm<B: Backend>(
+        crow: IntTensor<B>,
+        col: IntTensor<B>,
+        a: FloatTensor<B>,
+        b: FloatTensor<B>,
+    ) -> FloatTensor<B> {
         let device = a.device();
         let nnz = col.shape()[0];
         if nnz == 0 {
@@ -148,18 +184,36 @@ impl SpmmKernels for Flex {
         )
     }
 
-    unsafe fn csr_spmm_t(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, k: usize, transposed: &TransposeCell) -> FlexTensor {
+    unsafe fn csr_spmm_t(
+        crow: FlexTensor,
+        col: FlexTensor,
+        values: FlexTensor,
+        g: FlexTensor,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
         let csc = with_pattern!(&crow, &col, k, |a| transposed.of(a));
         with_real([values, g], vec![k, n], |[v, g]| spmm_t_with(csc, v, g, n), |[v, g]| spmm_t_with(csc, v, g, n))
     }
 
-    unsafe fn csr_spmm_backward(crow: FlexTensor, col: FlexTensor, values: FlexTensor, g: FlexTensor, x: FlexTensor, transpose: bool, k: usize, transposed: &TransposeCell) -> FlexTensor {
+    unsafe fn csr_spmm_backward(
+        crow: FlexTensor,
+        col: FlexTensor,
+        values: FlexTensor,
+        g: FlexTensor,
+        x: FlexTensor,
+        transpose: bool,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
         let len = x.shape()[0];
-        let total = vec![out_len(len, n, "spmm backward: dX").checked_add(col.shape()[0]).expect("spmm backward: gradient length overflows usize")];
+        let total = vec![out_len(len, n, "spmm backward: dX")
+            .checked_add(col.shape()[0])
+            .expect("spmm backward: gradient length overflows usize")];
         if transpose {
             with_real(
                 [values, g, x],
@@ -170,7 +224,12 @@ impl SpmmKernels for Flex {
         } else {
             let csc = with_pattern!(&crow, &col, k, |a| transposed.of(a));
             let walk: Walk<'_, i64, i64> = Walk::Transposed(csc);
-            with_real([values, g, x], total, |[v, g, x]| spmm_backward(&walk, v, g, x, n), |[v, g, x]| spmm_backward(&walk, v, g, x, n))
+            with_real(
+                [values, g, x],
+                total,
+                |[v, g, x]| spmm_backward(&walk, v, g, x, n),
+                |[v, g, x]| spmm_backward(&walk, v, g, x, n),
+            )
         }
     }
 }

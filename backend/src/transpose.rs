@@ -2,8 +2,8 @@
 //! index arrays under the dual layout, moving values only inside blocks; dense dims permute the
 //! values.
 
-use crate::movement::gather_index;
 use crate::error::{Result, SparseError};
+use crate::movement::gather_index;
 use crate::tensor::{Indices, SparseTensor};
 use crate::util::{numel, reshape};
 use burn::tensor::Tensor;
@@ -25,7 +25,10 @@ impl<const D: usize> SparseTensor<D> {
     pub fn try_transpose(&self, dim0: usize, dim1: usize) -> Result<Self> {
         let (d0, d1) = (dim0.min(dim1), dim0.max(dim1));
         if d1 >= D {
-            return Err(SparseError::InvalidArgument { operation: "transpose", message: format!("dims ({dim0}, {dim1}) out of range for rank {D}") });
+            return Err(SparseError::InvalidArgument {
+                operation: "transpose",
+                message: format!("dims ({dim0}, {dim1}) out of range for rank {D}"),
+            });
         }
         if d0 == d1 {
             return Ok(self.clone());
@@ -34,7 +37,11 @@ impl<const D: usize> SparseTensor<D> {
         shape.swap(d0, d1);
         let first_dense = D - self.dense_dim;
         if d0 >= first_dense {
-            return Ok(Self { shape, values: self.swap_dense_dims(d0 - first_dense, d1 - first_dense), ..self.clone() });
+            return Ok(Self {
+                shape,
+                values: self.swap_dense_dims(d0 - first_dense, d1 - first_dense),
+                ..self.clone()
+            });
         }
         match &self.indices {
             Indices::Coo(indices) if d1 < self.sparse_dim => {
@@ -62,7 +69,10 @@ impl<const D: usize> SparseTensor<D> {
             }
             _ => Err(SparseError::InvalidArgument {
                 operation: "transpose",
-                message: format!("cannot swap dims {d0} and {d1} of a {} tensor with {} batch, {} sparse and {} dense dims", self.layout, self.batch_dim, self.sparse_dim, self.dense_dim),
+                message: format!(
+                    "cannot swap dims {d0} and {d1} of a {} tensor with {} batch, {} sparse and {} dense dims",
+                    self.layout, self.batch_dim, self.sparse_dim, self.dense_dim
+                ),
             }),
         }
     }
@@ -72,7 +82,8 @@ impl<const D: usize> SparseTensor<D> {
         let dense = self.dense_shape();
         let [n, item] = self.values.dims();
         let block = self.blocksize.map_or(1, |[br, bc]| br * bc);
-        let shape6 = [n * block, numel(&dense[..a]), dense[a], numel(&dense[a + 1..b]), dense[b], numel(&dense[b + 1..])];
+        let shape6 =
+            [n * block, numel(&dense[..a]), dense[a], numel(&dense[a + 1..b]), dense[b], numel(&dense[b + 1..])];
         reshape(reshape(self.values.clone(), shape6).swap_dims(2, 4), [n, item])
     }
 }

@@ -13,12 +13,7 @@ use burn::tensor::{DType, Device, Int, Shape, Tensor, TensorData};
 /// callers size the dtype by the dimensions the values index ([`index_dtype_for`] widens it for
 /// derived dimensions), and a value that does not fit is a panic naming it, never a silent
 /// narrowing (which would turn a valid index into a wrong one).
-pub fn int_tensor<const N: usize>(
-    data: Vec<i64>,
-    shape: [usize; N],
-    dtype: DType,
-    device: &Device,
-) -> Tensor<N, Int> {
+pub fn int_tensor<const N: usize>(data: Vec<i64>, shape: [usize; N], dtype: DType, device: &Device) -> Tensor<N, Int> {
     try_int_tensor(data, shape, dtype, device).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -32,7 +27,10 @@ pub fn try_int_tensor<const N: usize>(
 ) -> crate::Result<Tensor<N, Int>> {
     fn narrow<T: TryFrom<i64>>(data: Vec<i64>, dtype: DType) -> crate::Result<Vec<T>> {
         let mut out = crate::alloc::try_vec(data.len(), "index tensor")?;
-        out.extend(data.into_iter().map(|v| T::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit the index dtype {dtype:?}"))));
+        out.extend(
+            data.into_iter()
+                .map(|v| T::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit the index dtype {dtype:?}"))),
+        );
         Ok(out)
     }
     let data = match dtype {
@@ -52,7 +50,12 @@ pub fn try_int_tensor<const N: usize>(
 pub fn index_dtype_for(dtype: DType, max: u64) -> DType {
     // By variant, not by `==`: `DType` carries payloads (quantisation schemes) whose bytes a
     // comparison of two payload-free variants may read uninitialised.
-    let widths = [(DType::I8, i8::MAX as u64), (DType::I16, i16::MAX as u64), (DType::I32, i32::MAX as u64), (DType::I64, i64::MAX as u64)];
+    let widths = [
+        (DType::I8, i8::MAX as u64),
+        (DType::I16, i16::MAX as u64),
+        (DType::I32, i32::MAX as u64),
+        (DType::I64, i64::MAX as u64),
+    ];
     let from = match dtype {
         DType::I8 => 0,
         DType::I16 => 1,
@@ -73,7 +76,10 @@ pub fn numel(sizes: &[usize]) -> usize {
     if sizes.contains(&0) {
         return 0;
     }
-    sizes.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s)).unwrap_or_else(|| panic!("the element count of {sizes:?} overflows usize"))
+    sizes
+        .iter()
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
+        .unwrap_or_else(|| panic!("the element count of {sizes:?} overflows usize"))
 }
 
 /// `t.reshape(shape)` that also holds for zero-size dims. burn's `reshape` reads a 0 in the

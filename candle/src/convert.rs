@@ -13,8 +13,8 @@ use crate::tensor::{CooPattern, CsrPattern, Pattern, SparseTensor};
 use candle_core::{DType, Result, Tensor};
 use sparsegrad_kernels::algebra::compress::{compress_sorted, expand};
 use sparsegrad_kernels::algebra::keys::linear_keys;
-use sparsegrad_kernels::algebra::IndexElem;
 use sparsegrad_kernels::algebra::sort::coalesce_plan;
+use sparsegrad_kernels::algebra::IndexElem;
 use std::sync::Arc;
 
 /// How a COO pattern becomes coalesced and CSR.
@@ -64,7 +64,8 @@ fn make_plan(p: &CooPattern) -> sparsegrad_kernels::Result<CooPlan> {
         let dtype = fitting(p.indices.dtype(), plan.unique);
         let (rows, cols) = plan.coords.split_at(plan.unique);
         let crow = IndexVec::from_i64(compress_sorted(rows, p.rows)?, dtype);
-        let csr = Arc::new(CsrPattern::new(p.rows, p.cols, CsrIndices::new(crow, IndexVec::from_i64(cols.to_vec(), dtype)))?);
+        let csr =
+            Arc::new(CsrPattern::new(p.rows, p.cols, CsrIndices::new(crow, IndexVec::from_i64(cols.to_vec(), dtype)))?);
         if plan.identity {
             return Ok(CooPlan { csr, merge: None });
         }
@@ -88,8 +89,14 @@ impl SparseTensor {
     pub fn coalesce(&self) -> Result<SparseTensor> {
         let Pattern::Coo { indices, coalesced: false } = &self.pattern else { return Ok(self.clone()) };
         match &plan(indices)?.merge {
-            None => Ok(SparseTensor { pattern: Pattern::Coo { indices: indices.clone(), coalesced: true }, values: self.values.clone() }),
-            Some(m) => Ok(SparseTensor { pattern: Pattern::Coo { indices: m.coalesced.clone(), coalesced: true }, values: merge_values(&self.values, m)? }),
+            None => Ok(SparseTensor {
+                pattern: Pattern::Coo { indices: indices.clone(), coalesced: true },
+                values: self.values.clone(),
+            }),
+            Some(m) => Ok(SparseTensor {
+                pattern: Pattern::Coo { indices: m.coalesced.clone(), coalesced: true },
+                values: merge_values(&self.values, m)?,
+            }),
         }
     }
 
@@ -109,7 +116,8 @@ impl SparseTensor {
     pub fn to_sparse_coo(&self) -> SparseTensor {
         let Pattern::Csr(p) = &self.pattern else { return self.clone() };
         let nnz = p.nnz();
-        let (rows, cols) = with_csr!(&p.indices, |c, q| (expand(c, 1, p.rows, nnz), q.iter().map(|v| v.to_i64()).collect::<Vec<_>>()));
+        let (rows, cols) =
+            with_csr!(&p.indices, |c, q| (expand(c, 1, p.rows, nnz), q.iter().map(|v| v.to_i64()).collect::<Vec<_>>()));
         let mut indices = rows;
         indices.extend(cols);
         let coo = CooPattern::new(p.rows, p.cols, IndexVec::from_i64(indices, p.indices.dtype()));

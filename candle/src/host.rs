@@ -5,8 +5,8 @@
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Error, Layout, Result, WithDType};
-use sparsegrad_kernels::softmax::SoftmaxReal;
 use sparsegrad_kernels::real::Real;
+use sparsegrad_kernels::softmax::SoftmaxReal;
 
 /// A value type the product and softmax kernels both compute in (f32, f64).
 pub(crate) trait Float: Real + SoftmaxReal + WithDType {}
@@ -18,11 +18,20 @@ pub(crate) fn float_dtype(op: &'static str, operands: &[&CpuStorage]) -> Result<
     let dtypes: Vec<DType> = operands.iter().map(|s| s.dtype()).collect();
     let first = dtypes[0];
     if let Some(other) = dtypes.iter().find(|&&d| d != first) {
-        return Err(Error::Msg(format!("{op}: operands of dtypes {} and {}: expected one dtype (f32 or f64)", first.as_str(), other.as_str())).bt());
+        return Err(Error::Msg(format!(
+            "{op}: operands of dtypes {} and {}: expected one dtype (f32 or f64)",
+            first.as_str(),
+            other.as_str()
+        ))
+        .bt());
     }
     match first {
         DType::F32 | DType::F64 => Ok(first),
-        other => Err(Error::Msg(format!("{op}: unsupported dtype {}: the sparse kernels run in f32 and f64", other.as_str())).bt()),
+        other => Err(Error::Msg(format!(
+            "{op}: unsupported dtype {}: the sparse kernels run in f32 and f64",
+            other.as_str()
+        ))
+        .bt()),
     }
 }
 

@@ -10,8 +10,8 @@
 
 use candle_core::{DType, Device, Tensor};
 use sparsegrad_kernels::algebra::validate::check_shape;
-use sparsegrad_kernels::IndexType;
 use sparsegrad_kernels::algebra::IndexElem;
+use sparsegrad_kernels::IndexType;
 use sparsegrad_kernels::{Result, SparseError};
 
 /// A flat index buffer (COO indices, `[2, nnz]` row-major).
@@ -63,7 +63,12 @@ impl IndexVec {
         match dtype {
             // Callers pass values that fit: indices checked against dimensions that fit int32,
             // positions checked against int32 by `convert::fitting`.
-            DType::I32 => IndexVec::I32(values.into_iter().map(|v| i32::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit int32"))).collect()),
+            DType::I32 => IndexVec::I32(
+                values
+                    .into_iter()
+                    .map(|v| i32::try_from(v).unwrap_or_else(|_| panic!("index {v} does not fit int32")))
+                    .collect(),
+            ),
             _ => IndexVec::I64(values),
         }
     }
@@ -175,7 +180,9 @@ impl Unchecked {
     /// out-of-range `u32`), so nothing is narrowed into another index.
     pub fn finish(self) -> IndexVec {
         match self.values {
-            IndexVec::I64(v) if self.store_as == DType::I32 && v.iter().all(|&x| i32::try_from(x).is_ok()) => IndexVec::from_i64(v, DType::I32),
+            IndexVec::I64(v) if self.store_as == DType::I32 && v.iter().all(|&x| i32::try_from(x).is_ok()) => {
+                IndexVec::from_i64(v, DType::I32)
+            }
             v => v,
         }
     }
@@ -187,7 +194,10 @@ impl Unchecked {
 /// fits int32 (its in-bounds values then do too) and as `i64` otherwise. Other dtypes are an
 /// [`SparseError::UnsupportedDtype`] naming `component`.
 pub(crate) fn read_indices(component: &'static str, t: &Tensor, shape: &[usize]) -> Result<Unchecked> {
-    let read_err = |e: candle_core::Error| SparseError::InvalidArgument { operation: component, message: format!("reading the index tensor: {e}") };
+    let read_err = |e: candle_core::Error| SparseError::InvalidArgument {
+        operation: component,
+        message: format!("reading the index tensor: {e}"),
+    };
     let flat = t.flatten_all().map_err(read_err)?;
     match t.dtype() {
         DType::I64 => {
@@ -208,6 +218,9 @@ pub(crate) fn read_indices(component: &'static str, t: &Tensor, shape: &[usize])
             };
             Ok(Unchecked { values: IndexVec::I64(wide), store_as })
         }
-        other => Err(SparseError::UnsupportedDtype { component, dtype: format!("{} (expected i64, i32 or u32)", other.as_str()) }),
+        other => Err(SparseError::UnsupportedDtype {
+            component,
+            dtype: format!("{} (expected i64, i32 or u32)", other.as_str()),
+        }),
     }
 }

@@ -42,7 +42,9 @@ impl Spmm {
         }
         let n = match l2.dims() {
             &[rows, n] if rows == inner => n,
-            other => return Err(shape_error(OP, "the dense operand", &[inner, other.last().copied().unwrap_or(0)], other)),
+            other => {
+                return Err(shape_error(OP, "the dense operand", &[inner, other.last().copied().unwrap_or(0)], other))
+            }
         };
         let out = if self.transpose {
             spmm_t_with(p.csc(), values, x, n)
@@ -71,7 +73,11 @@ impl CustomOp2 for Spmm {
         let dv = if values.track_op() {
             let on_pattern = Sddmm { pattern: self.pattern.clone() };
             // out = A X: dv_j = G[row j] · X[col j];  out = Aᵀ X: dv_j = X[row j] · G[col j].
-            Some(if self.transpose { x.apply_op2_no_bwd(&g, &on_pattern)? } else { g.apply_op2_no_bwd(x, &on_pattern)? })
+            Some(if self.transpose {
+                x.apply_op2_no_bwd(&g, &on_pattern)?
+            } else {
+                g.apply_op2_no_bwd(x, &on_pattern)?
+            })
         } else {
             None
         };
@@ -130,7 +136,10 @@ impl CustomOp2 for Sddmm {
 }
 
 fn mismatch(operation: &'static str, a: &[usize], b: &[usize]) -> Error {
-    Error::wrap(SparseError::InvalidArgument { operation, message: format!("shapes {a:?} and {b:?} cannot be multiplied") })
+    Error::wrap(SparseError::InvalidArgument {
+        operation,
+        message: format!("shapes {a:?} and {b:?} cannot be multiplied"),
+    })
 }
 
 /// The CSR pattern and values of a sparse operand (COO converted, differentiably).
@@ -170,7 +179,13 @@ pub fn addmm(input: &Tensor, mat1: &SparseTensor, mat2: &Tensor, beta: f64, alph
 /// (COO is converted), `mat1 [m, d]`, `mat2 [d, n]`. The result's values carry the graph: they
 /// are differentiable w.r.t. `input`'s values, `mat1` and `mat2`, and no `m x n` product is
 /// formed. As torch, `beta = 0` ignores `input`'s values.
-pub fn sampled_addmm(input: &SparseTensor, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64) -> Result<SparseTensor> {
+pub fn sampled_addmm(
+    input: &SparseTensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: f64,
+    alpha: f64,
+) -> Result<SparseTensor> {
     let [m, n] = input.shape();
     let (d1, d2) = (mat1.dims(), mat2.dims());
     let ok = d1.len() == 2 && d2.len() == 2 && d1[0] == m && d2[1] == n && d1[1] == d2[0];

@@ -103,7 +103,9 @@ impl CustomOp2 for SegmentSoftmaxBackward {
         self.0.check("the output gradient", l2)?;
         let op = self.name();
         let out = match float_dtype(op, &[s1, s2])? {
-            DType::F32 => f32::to_cpu_storage_owned(self.0.backward(data::<f32>(s1, l1, op)?, data::<f32>(s2, l2, op)?)),
+            DType::F32 => {
+                f32::to_cpu_storage_owned(self.0.backward(data::<f32>(s1, l1, op)?, data::<f32>(s2, l2, op)?))
+            }
             _ => f64::to_cpu_storage_owned(self.0.backward(data::<f64>(s1, l1, op)?, data::<f64>(s2, l2, op)?)),
         };
         Ok((out, l1.shape().clone()))
@@ -113,7 +115,10 @@ impl CustomOp2 for SegmentSoftmaxBackward {
 fn segment_softmax_op(input: &SparseTensor, dim: usize, log: bool) -> Result<SparseTensor> {
     if dim > 1 {
         let operation = if log { "log_softmax" } else { "softmax" };
-        return Err(Error::wrap(SparseError::InvalidArgument { operation, message: format!("dim {dim} out of range for a tensor of rank 2") }));
+        return Err(Error::wrap(SparseError::InvalidArgument {
+            operation,
+            message: format!("dim {dim} out of range for a tensor of rank 2"),
+        }));
     }
     let s = input.coalesce()?;
     let pattern = match &s.pattern {

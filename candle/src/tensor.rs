@@ -53,7 +53,11 @@ impl CsrPattern {
             c.len()
         });
         if crow_len != rows + 1 {
-            return Err(SparseError::ShapeMismatch { component: "crow_indices", expected: vec![rows + 1], actual: vec![crow_len] });
+            return Err(SparseError::ShapeMismatch {
+                component: "crow_indices",
+                expected: vec![rows + 1],
+                actual: vec![crow_len],
+            });
         }
         Ok(Self { rows, cols, indices, csc: OnceLock::new() })
     }
@@ -92,7 +96,11 @@ impl CooPattern {
 
     /// Every index in bounds, or the first that is not (checked once).
     pub fn check(&self) -> Result<()> {
-        self.bounds.get_or_init(|| with_index!(&self.indices, s => check_coo_bounds("indices", s, self.nnz(), &[self.rows, self.cols]))).clone()
+        self.bounds
+            .get_or_init(
+                || with_index!(&self.indices, s => check_coo_bounds("indices", s, self.nnz(), &[self.rows, self.cols])),
+            )
+            .clone()
     }
 
     pub fn nnz(&self) -> usize {
@@ -122,7 +130,11 @@ fn values_check(values: &Tensor, nnz: usize) -> Result<()> {
         return Err(SparseError::UnsupportedDtype { component: "values", dtype: values.dtype().as_str().to_string() });
     }
     if values.dims() != [nnz] {
-        return Err(SparseError::ShapeMismatch { component: "values", expected: vec![nnz], actual: values.dims().to_vec() });
+        return Err(SparseError::ShapeMismatch {
+            component: "values",
+            expected: vec![nnz],
+            actual: values.dims().to_vec(),
+        });
     }
     Ok(())
 }
@@ -182,7 +194,11 @@ impl SparseTensor {
         if crow.dtype() != col.dtype() {
             return Err(SparseError::InvalidArgument {
                 operation: OP,
-                message: format!("crow_indices ({}) and col_indices ({}) must have the same dtype", crow.dtype().as_str(), col.dtype().as_str()),
+                message: format!(
+                    "crow_indices ({}) and col_indices ({}) must have the same dtype",
+                    crow.dtype().as_str(),
+                    col.dtype().as_str()
+                ),
             });
         }
         let [rows, cols] = shape;
@@ -193,7 +209,10 @@ impl SparseTensor {
         check_numel(&shape)?;
         let c = read_indices("crow_indices", crow, &shape)?;
         let p = read_indices("col_indices", col, &shape)?;
-        let (max, name) = { let t = rule_dtype(c.store_as()); (t.max(), t.name()) };
+        let (max, name) = {
+            let t = rule_dtype(c.store_as());
+            (t.max(), t.name())
+        };
         if nnz as u128 > max as u128 {
             return Err(SparseError::DimensionTooLarge { component: "nse", dim: 0, size: nnz, index_dtype: name, max });
         }

@@ -57,7 +57,8 @@ impl Canvas {
         let span = (hi - lo).max(1e-12);
         for s in series {
             let n = s.values.len().max(2) - 1;
-            let point = |i: usize, v: f64| (px + (i as i64 * pw) / n as i64, py + ph - ((v - lo) / span * ph as f64) as i64);
+            let point =
+                |i: usize, v: f64| (px + (i as i64 * pw) / n as i64, py + ph - ((v - lo) / span * ph as f64) as i64);
             for i in 1..s.values.len() {
                 self.line(point(i - 1, s.values[i - 1]), point(i, s.values[i]), s.rgb);
             }

@@ -13,7 +13,12 @@ pub fn transpose_blocked<T: Copy + Send + Sync + 'static>(src: &[T], r: usize, c
 /// The transpose `[c, r]` of a row-major `[r, c]` buffer into `out`, in 16 x 16 tiles (f32
 /// tiles in AVX-512 registers where available), parallel over bands of output rows, each element
 /// written once. Element by element, the transpose took a fifth of the SDDMM it feeds.
-pub fn transpose_into<T: Copy + Send + Sync + 'static>(src: &[T], r: usize, c: usize, out: &mut [core::mem::MaybeUninit<T>]) {
+pub fn transpose_into<T: Copy + Send + Sync + 'static>(
+    src: &[T],
+    r: usize,
+    c: usize,
+    out: &mut [core::mem::MaybeUninit<T>],
+) {
     use rayon::prelude::*;
     const TILE: usize = 16;
     let len = r.checked_mul(c).expect("transpose: size overflows usize");
@@ -22,7 +27,8 @@ pub fn transpose_into<T: Copy + Send + Sync + 'static>(src: &[T], r: usize, c: u
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    let simd = core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && crate::simd::isa() == crate::simd::Isa::Avx512;
+    let simd = core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
+        && crate::simd::isa() == crate::simd::Isa::Avx512;
     out[..r * c].par_chunks_mut(TILE * r).enumerate().for_each(|(band, dst)| {
         let j0 = band * TILE;
         let jn = dst.len() / r;
@@ -33,7 +39,14 @@ pub fn transpose_into<T: Copy + Send + Sync + 'static>(src: &[T], r: usize, c: u
                 // SAFETY: `isa` detected AVX-512F and T is f32; the tile's 16 source rows of 16 from (i0, j0) lie inside
                 // `src` ([r, c], i0 + 16 <= r, j0 + 16 <= c), and its 16 destination rows of 16
                 // from column i0 inside this band ([16, r]).
-                unsafe { transpose_16x16_f32(src[i0 * c + j0..].as_ptr() as *const f32, c, dst[i0..].as_mut_ptr() as *mut f32, r) };
+                unsafe {
+                    transpose_16x16_f32(
+                        src[i0 * c + j0..].as_ptr() as *const f32,
+                        c,
+                        dst[i0..].as_mut_ptr() as *mut f32,
+                        r,
+                    )
+                };
                 continue;
             }
             for i in i0..i0 + iw {
@@ -109,5 +122,4 @@ mod tests {
             }
         }
     }
-
 }

@@ -1,9 +1,10 @@
 //! [`Real`]: the value types the product kernels compute in (f32 and f64; 16-bit floats are
 //! widened to f32 by the callers), and the scaled row addition at the heart of SpMM.
 
-
 /// A value type the kernels compute in.
-pub trait Real: Copy + Default + Send + Sync + core::ops::Add<Output = Self> + core::ops::Mul<Output = Self> + 'static {
+pub trait Real:
+    Copy + Default + Send + Sync + core::ops::Add<Output = Self> + core::ops::Mul<Output = Self> + 'static
+{
     /// `a * b + c`, fused where the caller compiled for FMA.
     fn mul_add(a: Self, b: Self, c: Self) -> Self;
 }

@@ -40,7 +40,12 @@ impl<T: Copy + Send + Sync> Scratch<T> {
             let mut pool = pool.borrow_mut();
             // The smallest that fits: a large buffer taken for a small need would leave the
             // next large need to a fresh allocation.
-            let fit = pool.iter().enumerate().filter(|(_, b)| b.capacity() >= room).min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i);
+            let fit = pool
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity() >= room)
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, _)| i);
             fit.map(|i| pool.remove(i))
         });
         let mut buf = kept.unwrap_or_else(|| Vec::with_capacity(room));
@@ -124,5 +129,9 @@ pub(crate) fn gather_into<T: Copy + Send + Sync>(src: &[T], idx: &[i64], out: &m
 /// row read, gains a third at 41.
 pub(crate) fn aligned_copy<T: Real>(x: &[T], n: usize, reads: usize, min_reuse: usize) -> Option<Scratch<T>> {
     let row_bytes = n * core::mem::size_of::<T>();
-    (n > 0 && !(x.as_ptr() as usize).is_multiple_of(64) && row_bytes.is_multiple_of(64) && reads >= min_reuse * (x.len() / n)).then(|| Scratch::of(x))
+    (n > 0
+        && !(x.as_ptr() as usize).is_multiple_of(64)
+        && row_bytes.is_multiple_of(64)
+        && reads >= min_reuse * (x.len() / n))
+        .then(|| Scratch::of(x))
 }

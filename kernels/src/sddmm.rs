@@ -11,16 +11,23 @@ use crate::index::IndexElem;
 use crate::pattern::CsrPattern;
 use crate::real::Real;
 use crate::scratch::{aligned_copy, Scratch};
-use crate::simd::{as_f32, as_f32_uninit, isa, multiversion, prefetch_row, Isa, PREFETCH};
 #[cfg(target_arch = "x86_64")]
 use crate::simd::reduce4;
+use crate::simd::{as_f32, as_f32_uninit, isa, multiversion, prefetch_row, Isa, PREFETCH};
 use core::mem::MaybeUninit;
 use rayon::prelude::*;
 
 /// Entries of rows `r0..` filling `out` (which starts at row `r0`'s first entry): each row of
 /// `a` is read once for all its entries, dot products run in 16 lanes and reduce by halving.
 #[inline(always)]
-fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) {
+fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(
+    p: CsrPattern<'_, I, J>,
+    a: &[T],
+    b: &[T],
+    d: usize,
+    r0: usize,
+    out: &mut [MaybeUninit<T>],
+) {
     let (crow, col) = (p.ptr(), p.idx());
     const LANES: usize = 16;
     let base = crow[r0].to_i64() as usize;
@@ -73,7 +80,14 @@ multiversion! {
 /// cost three times the multiply-adds.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[f32], b: &[f32], d: usize, r0: usize, out: &mut [MaybeUninit<f32>]) {
+unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(
+    p: CsrPattern<'_, I, J>,
+    a: &[f32],
+    b: &[f32],
+    d: usize,
+    r0: usize,
+    out: &mut [MaybeUninit<f32>],
+) {
     let (crow, col) = (p.ptr(), p.idx());
     use core::arch::x86_64::*;
     let base = crow[r0].to_i64() as usize;
@@ -114,7 +128,13 @@ unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I,
 /// cost as much as the multiply-adds at these widths).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(p: CsrPattern<'_, I, J>, a: &[f32], b: &[f32], r0: usize, out: &mut [MaybeUninit<f32>]) {
+unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(
+    p: CsrPattern<'_, I, J>,
+    a: &[f32],
+    b: &[f32],
+    r0: usize,
+    out: &mut [MaybeUninit<f32>],
+) {
     let (crow, col) = (p.ptr(), p.idx());
     use core::arch::x86_64::*;
     let d = 16 * V;

@@ -125,7 +125,12 @@ pub fn validate_metadata(meta: &[i16], rows: usize, cols: usize, pattern: SemiPa
             if !ok {
                 return Err(SparseError::InvalidArgument {
                     operation: "SemiStructuredTensor::from_parts",
-                    message: format!("metadata row {r}, group {g} (columns {}..{}): slots {a} and {b} are not a {} group", 4 * g, 4 * g + 3, pattern.name()),
+                    message: format!(
+                        "metadata row {r}, group {g} (columns {}..{}): slots {a} and {b} are not a {} group",
+                        4 * g,
+                        4 * g + 3,
+                        pattern.name()
+                    ),
                 });
             }
         }
@@ -158,7 +163,14 @@ const RB: usize = 256;
 /// # Safety
 /// Rows `c0` and `c1` of the panel (`NT` elements each) lie inside `bp`.
 #[inline(always)]
-unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(bp: *const T, c0: usize, c1: usize, v0: T, v1: T, acc: &mut [T; NT]) {
+unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(
+    bp: *const T,
+    c0: usize,
+    c1: usize,
+    v0: T,
+    v1: T,
+    acc: &mut [T; NT],
+) {
     // SAFETY: as the caller promises.
     let (x0, x1) = unsafe { (bp.add(c0 * NT), bp.add(c1 * NT)) };
     for (t, at) in acc.iter_mut().enumerate() {
@@ -173,9 +185,21 @@ unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(bp: *const T, c0:
 /// values. Whole metadata words are unrolled into their four groups, so the nibble shifts are
 /// constants: at narrow panels the decoding is what the multiply-adds wait for.
 #[inline(always)]
-fn row_slab<T: Real, const FMA: bool, const NT: usize>(words: &[i16], vals: &[T], bp: &[T], k0: usize, k1: usize, acc: &mut [T; NT]) {
+fn row_slab<T: Real, const FMA: bool, const NT: usize>(
+    words: &[i16],
+    vals: &[T],
+    bp: &[T],
+    k0: usize,
+    k1: usize,
+    acc: &mut [T; NT],
+) {
     let groups = k1 / 4;
-    assert!(k0.is_multiple_of(WORD_COLUMNS) && vals.len() >= 2 * groups && words.len() * 4 >= groups && bp.len() >= 4 * groups * NT);
+    assert!(
+        k0.is_multiple_of(WORD_COLUMNS)
+            && vals.len() >= 2 * groups
+            && words.len() * 4 >= groups
+            && bp.len() >= 4 * groups * NT
+    );
     let (p, v) = (bp.as_ptr(), vals.as_ptr());
     let full = groups / 4;
     // The unchecked reads below rest on the assertion above: every group g read is below
@@ -206,7 +230,15 @@ fn row_slab<T: Real, const FMA: bool, const NT: usize>(words: &[i16], vals: &[T]
 /// Rows `[r0, r1)` of `A · panel` into `acc` (`[(r1 - r0) * NT]`, zeroed by the caller), the
 /// columns of `A` walked in slabs of `kb` (a multiple of 4).
 #[inline(always)]
-fn block_rows<T: Real, const FMA: bool, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+fn block_rows<T: Real, const FMA: bool, const NT: usize>(
+    meta: &[i16],
+    vals: &[T],
+    cols: usize,
+    bp: &[T],
+    r0: usize,
+    r1: usize,
+    acc: &mut [T],
+) {
     let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
     let kb = (SLAB_BYTES / (NT * core::mem::size_of::<T>())).max(16) / 16 * 16;
     let mut k0 = 0;
@@ -215,22 +247,53 @@ fn block_rows<T: Real, const FMA: bool, const NT: usize>(meta: &[i16], vals: &[T
         for r in r0..r1 {
             let a: &mut [T; NT] = (&mut acc[(r - r0) * NT..][..NT]).try_into().expect("NT accumulators");
             let mut regs = *a;
-            row_slab::<T, FMA, NT>(&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half], bp, k0, k1, &mut regs);
+            row_slab::<T, FMA, NT>(
+                &meta[r * words..(r + 1) * words],
+                &vals[r * half..(r + 1) * half],
+                bp,
+                k0,
+                k1,
+                &mut regs,
+            );
             *a = regs;
         }
         k0 = k1;
     }
 }
 
-fn block_rows_dispatch<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+fn block_rows_dispatch<T: Real, const NT: usize>(
+    meta: &[i16],
+    vals: &[T],
+    cols: usize,
+    bp: &[T],
+    r0: usize,
+    r1: usize,
+    acc: &mut [T],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn avx512<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+        unsafe fn avx512<T: Real, const NT: usize>(
+            meta: &[i16],
+            vals: &[T],
+            cols: usize,
+            bp: &[T],
+            r0: usize,
+            r1: usize,
+            acc: &mut [T],
+        ) {
             block_rows::<T, true, NT>(meta, vals, cols, bp, r0, r1, acc)
         }
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, const NT: usize>(meta: &[i16], vals: &[T], cols: usize, bp: &[T], r0: usize, r1: usize, acc: &mut [T]) {
+        unsafe fn avx2<T: Real, const NT: usize>(
+            meta: &[i16],
+            vals: &[T],
+            cols: usize,
+            bp: &[T],
+            r0: usize,
+            r1: usize,
+            acc: &mut [T],
+        ) {
             block_rows::<T, true, NT>(meta, vals, cols, bp, r0, r1, acc)
         }
         match isa() {
@@ -275,7 +338,15 @@ fn pack_panel<T: Real>(b: &[T], b_t: bool, k: usize, n: usize, t0: usize, w: usi
 /// `[rows, ceil(cols / 16)]`, `B [cols, n]`; result `[rows, n]`. With `transposed`, `B` is
 /// given as `[n, cols]` and the result is `[n, rows]`: `B · Aᵀ`, a linear layer's product,
 /// without transposing either operand in memory.
-pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &[T], n: usize, transposed: bool) -> Vec<T> {
+pub fn semi_mm<T: Real>(
+    meta: &[i16],
+    vals: &[T],
+    rows: usize,
+    cols: usize,
+    b: &[T],
+    n: usize,
+    transposed: bool,
+) -> Vec<T> {
     // Sixteen vector registers of accumulators per row at most (half of AVX-512's), fewer
     // when `n` is small: the metadata decoding is paid once for that many multiply-adds.
     let wide = 1024 / core::mem::size_of::<T>();
@@ -292,7 +363,8 @@ pub fn semi_mm<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, b: &
     }
     let panels: Vec<(usize, usize)> = (0..n).step_by(nt).map(|t0| (t0, nt.min(n - t0))).collect();
     let packed: Vec<Scratch<T>> = panels.iter().map(|&(t0, w)| pack_panel(b, transposed, cols, n, t0, w, nt)).collect();
-    let tasks: Vec<(usize, usize)> = (0..panels.len()).flat_map(|p| (0..rows).step_by(RB).map(move |r0| (p, r0))).collect();
+    let tasks: Vec<(usize, usize)> =
+        (0..panels.len()).flat_map(|p| (0..rows).step_by(RB).map(move |r0| (p, r0))).collect();
     let dst = SendPtr(out.as_mut_ptr());
     tasks.into_par_iter().for_each(|(p, r0)| {
         let r1 = (r0 + RB).min(rows);
@@ -421,7 +493,11 @@ mod tests {
             let ab = matmul(&a, &b, rows, cols, n);
             assert_eq!(semi_mm(&meta, &vals, rows, cols, &b, n, false), ab, "A·B {rows}x{cols}x{n}");
             let bt = transpose(&b, cols, n);
-            assert_eq!(semi_mm(&meta, &vals, rows, cols, &bt, n, true), transpose(&ab, rows, n), "B·Aᵀ {rows}x{cols}x{n}");
+            assert_eq!(
+                semi_mm(&meta, &vals, rows, cols, &bt, n, true),
+                transpose(&ab, rows, n),
+                "B·Aᵀ {rows}x{cols}x{n}"
+            );
             let g: Vec<f64> = (0..rows * n).map(|i| ((i * 13) % 7) as f64 - 3.0).collect();
             let mut at = vec![0.0; cols * rows];
             for i in 0..rows {

@@ -121,12 +121,18 @@ pub(crate) unsafe fn cast<T, U>(x: &[T]) -> &[U] {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-pub(crate) fn reduce4(d0: core::arch::x86_64::__m512, d1: core::arch::x86_64::__m512, d2: core::arch::x86_64::__m512, d3: core::arch::x86_64::__m512) -> core::arch::x86_64::__m128 {
+pub(crate) fn reduce4(
+    d0: core::arch::x86_64::__m512,
+    d1: core::arch::x86_64::__m512,
+    d2: core::arch::x86_64::__m512,
+    d3: core::arch::x86_64::__m512,
+) -> core::arch::x86_64::__m128 {
     use core::arch::x86_64::*;
     let x01 = _mm512_add_ps(_mm512_unpacklo_ps(d0, d1), _mm512_unpackhi_ps(d0, d1));
     let x23 = _mm512_add_ps(_mm512_unpacklo_ps(d2, d3), _mm512_unpackhi_ps(d2, d3));
     let (p01, p23) = (_mm512_castps_pd(x01), _mm512_castps_pd(x23));
-    let y = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)), _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
+    let y =
+        _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)), _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
     let z = _mm512_add_ps(y, _mm512_shuffle_f32x4::<0b0100_1110>(y, y));
     let w = _mm512_add_ps(z, _mm512_shuffle_f32x4::<0b1011_0001>(z, z));
     _mm512_castps512_ps128(w)

@@ -13,8 +13,16 @@ use rayon::prelude::*;
 
 /// A value type the softmax kernels compute in.
 pub trait SoftmaxReal:
-    Copy + Default + Send + Sync + PartialOrd + 'static
-    + core::ops::Add<Output = Self> + core::ops::Sub<Output = Self> + core::ops::Mul<Output = Self> + core::ops::Div<Output = Self>
+    Copy
+    + Default
+    + Send
+    + Sync
+    + PartialOrd
+    + 'static
+    + core::ops::Add<Output = Self>
+    + core::ops::Sub<Output = Self>
+    + core::ops::Mul<Output = Self>
+    + core::ops::Div<Output = Self>
 {
     /// -inf: the max of an empty column.
     const NEG_INFINITY: Self;
@@ -75,7 +83,12 @@ impl<P: IndexElem> Positions for Perm<'_, P> {
 /// Runs `segment(s, e, out)` for every segment `[s, e)` of the grouped order, `out` its grouped
 /// output rows, in parallel blocks of segments balanced by element count; then puts the grouped
 /// output back in storage order.
-fn for_each_segment<T, O, Q>(offsets: &[O], order: Q, width: usize, segment: impl Fn(usize, usize, &mut [T]) + Sync) -> Vec<T>
+fn for_each_segment<T, O, Q>(
+    offsets: &[O],
+    order: Q,
+    width: usize,
+    segment: impl Fn(usize, usize, &mut [T]) + Sync,
+) -> Vec<T>
 where
     T: Copy + Default + Send + Sync,
     O: IndexElem,
@@ -119,10 +132,21 @@ where
 /// mismatch, before anything is sized by them.
 pub fn check_segments<O: IndexElem, P: IndexElem>(len: usize, width: usize, offsets: &[O], order: Option<&[P]>) {
     let n = offsets.last().map_or(0, |o| o.to_i64());
-    assert!(offsets.first().is_none_or(|o| o.to_i64() == 0) && offsets.windows(2).all(|w| w[0] <= w[1]), "segment softmax: offsets must start at 0 and never decrease");
-    assert_eq!(Some(len), usize::try_from(n).ok().and_then(|n| n.checked_mul(width)), "segment softmax: the segments hold {n} elements of width {width}, the values {len}");
+    assert!(
+        offsets.first().is_none_or(|o| o.to_i64() == 0) && offsets.windows(2).all(|w| w[0] <= w[1]),
+        "segment softmax: offsets must start at 0 and never decrease"
+    );
+    assert_eq!(
+        Some(len),
+        usize::try_from(n).ok().and_then(|n| n.checked_mul(width)),
+        "segment softmax: the segments hold {n} elements of width {width}, the values {len}"
+    );
     if let Some(p) = order {
-        assert!(p.len() as i64 == n && p.iter().all(|&q| (q.to_i64() as u64) < n as u64), "segment softmax: the order names {} positions in 0..{n}", p.len());
+        assert!(
+            p.len() as i64 == n && p.iter().all(|&q| (q.to_i64() as u64) < n as u64),
+            "segment softmax: the order names {} positions in 0..{n}",
+            p.len()
+        );
     }
 }
 
@@ -132,7 +156,13 @@ pub fn check_segments<O: IndexElem, P: IndexElem>(len: usize, width: usize, offs
 ///
 /// # Panics
 /// If the segments do not cover the elements of `x` (see [`check_segments`]).
-pub fn segment_softmax<T: SoftmaxReal, O: IndexElem, P: IndexElem>(x: &[T], width: usize, offsets: &[O], order: Option<&[P]>, log: bool) -> Vec<T> {
+pub fn segment_softmax<T: SoftmaxReal, O: IndexElem, P: IndexElem>(
+    x: &[T],
+    width: usize,
+    offsets: &[O],
+    order: Option<&[P]>,
+    log: bool,
+) -> Vec<T> {
     check_segments(x.len(), width, offsets, order);
     match order {
         None => softmax_in(x, width, offsets, Storage, log),
@@ -140,7 +170,13 @@ pub fn segment_softmax<T: SoftmaxReal, O: IndexElem, P: IndexElem>(x: &[T], widt
     }
 }
 
-fn softmax_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(x: &[T], width: usize, offsets: &[O], order: Q, log: bool) -> Vec<T> {
+fn softmax_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(
+    x: &[T],
+    width: usize,
+    offsets: &[O],
+    order: Q,
+    log: bool,
+) -> Vec<T> {
     if width == 1 && Q::STORAGE {
         return for_each_segment(offsets, order, 1, |s, e, out| softmax_contiguous(&x[s..e], out, log));
     }
@@ -210,7 +246,14 @@ fn softmax_contiguous<T: SoftmaxReal>(x: &[T], out: &mut [T], log: bool) {
 ///
 /// # Panics
 /// If the segments do not cover the elements of `y`, or `g` is not shaped as `y`.
-pub fn segment_softmax_backward<T: SoftmaxReal, O: IndexElem, P: IndexElem>(y: &[T], g: &[T], width: usize, offsets: &[O], order: Option<&[P]>, log: bool) -> Vec<T> {
+pub fn segment_softmax_backward<T: SoftmaxReal, O: IndexElem, P: IndexElem>(
+    y: &[T],
+    g: &[T],
+    width: usize,
+    offsets: &[O],
+    order: Option<&[P]>,
+    log: bool,
+) -> Vec<T> {
     check_segments(y.len(), width, offsets, order);
     assert_eq!(g.len(), y.len(), "segment softmax backward: the gradient is shaped as the output");
     match order {
@@ -219,7 +262,14 @@ pub fn segment_softmax_backward<T: SoftmaxReal, O: IndexElem, P: IndexElem>(y: &
     }
 }
 
-fn backward_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(y: &[T], g: &[T], width: usize, offsets: &[O], order: Q, log: bool) -> Vec<T> {
+fn backward_in<T: SoftmaxReal, O: IndexElem, Q: Positions>(
+    y: &[T],
+    g: &[T],
+    width: usize,
+    offsets: &[O],
+    order: Q,
+    log: bool,
+) -> Vec<T> {
     let at = |t: &[T], j: usize, c: usize| t[order.at(j) * width + c];
     for_each_segment(offsets, order, width, |s, e, out| {
         for c in 0..width {

@@ -37,7 +37,14 @@ struct XRows<'a, T> {
 /// blocks), the rows of `X` gathered by `col`. Columns are processed in register tiles of
 /// `TILE`, each accumulated over the row's entries.
 #[inline(always)]
-fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(a: CsrPattern<'_, I, J>, val: &[T], xr: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(
+    a: CsrPattern<'_, I, J>,
+    val: &[T],
+    xr: XRows<'_, T>,
+    n: usize,
+    b: Block,
+    out: &SendPtr<T>,
+) {
     let XRows { x, ld, xc } = xr;
     let col = a.idx();
     for r in b.r0..b.r1 {
@@ -72,7 +79,14 @@ fn spmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: u
 /// never faults).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(a: CsrPattern<'_, I, J>, val: &[f32], xr: XRows<'_, f32>, n: usize, b: Block, out: &SendPtr<f32>) {
+unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(
+    a: CsrPattern<'_, I, J>,
+    val: &[f32],
+    xr: XRows<'_, f32>,
+    n: usize,
+    b: Block,
+    out: &SendPtr<f32>,
+) {
     use core::arch::x86_64::*;
     let XRows { x, ld, xc } = xr;
     let col = a.idx();
@@ -109,15 +123,36 @@ unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(a: Cs
 /// `spmm_rows` compiled for the best vector extension available. With AVX-512's 32 registers a
 /// row of up to 128 f32 columns stays in registers (one pass over the row's entries); AVX2's 16
 /// hold 64.
-fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    val: &[T],
+    x: XRows<'_, T>,
+    n: usize,
+    b: Block,
+    out: &SendPtr<T>,
+) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(a: CsrPattern<'_, I, J>, val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(
+            a: CsrPattern<'_, I, J>,
+            val: &[T],
+            x: XRows<'_, T>,
+            n: usize,
+            b: Block,
+            out: &SendPtr<T>,
+        ) {
             spmm_rows::<T, I, J, true, TILE>(a, val, x, n, b, out)
         }
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], x: XRows<'_, T>, n: usize, b: Block, out: &SendPtr<T>) {
+        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(
+            a: CsrPattern<'_, I, J>,
+            val: &[T],
+            x: XRows<'_, T>,
+            n: usize,
+            b: Block,
+            out: &SendPtr<T>,
+        ) {
             spmm_rows::<T, I, J, true, 64>(a, val, x, n, b, out)
         }
         let width = b.c1 - b.c0;
@@ -175,7 +210,10 @@ pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &
     let mut out: Vec<T> = Vec::with_capacity(len);
     let cuts = a.row_blocks(rayon::current_num_threads() * 16);
     // Panel-major: rayon splits the task list in halves, so each thread starts on its own panel.
-    let blocks: Vec<Block> = (0..n).step_by(w).flat_map(|c0| cuts.windows(2).map(move |r| Block { r0: r[0], r1: r[1], c0, c1: (c0 + w).min(n) })).collect();
+    let blocks: Vec<Block> = (0..n)
+        .step_by(w)
+        .flat_map(|c0| cuts.windows(2).map(move |r| Block { r0: r[0], r1: r[1], c0, c1: (c0 + w).min(n) }))
+        .collect();
     let dst = SendPtr(out.as_mut_ptr());
     if w < n {
         // Each panel's columns packed contiguously (and aligned): a panel read in place from
@@ -183,7 +221,16 @@ pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &
         // sets and thrashes (measured: slower than no panels at all).
         let packed = pack_panels(x, k, n, w);
         let px = packed.get();
-        blocks.into_par_iter().for_each(|b| spmm_rows_dispatch(a, val, XRows { x: &px[b.c0 * k..(b.c0 * k + (b.c1 - b.c0) * k)], ld: b.c1 - b.c0, xc: 0 }, n, b, &dst));
+        blocks.into_par_iter().for_each(|b| {
+            spmm_rows_dispatch(
+                a,
+                val,
+                XRows { x: &px[b.c0 * k..(b.c0 * k + (b.c1 - b.c0) * k)], ld: b.c1 - b.c0, xc: 0 },
+                n,
+                b,
+                &dst,
+            )
+        });
     } else {
         let aligned = aligned_copy(x, n, col.len(), 64);
         let x = aligned.as_ref().map_or(x, |a| a.get());
@@ -349,7 +396,8 @@ mod tests {
         let got = spmm(CsrPattern::new(&crow, &col, k).unwrap(), &val, &x, n);
         for r in [0, 17, 18, 150, m - 1] {
             for t in 0..n {
-                let want: f32 = (crow[r] as usize..crow[r + 1] as usize).map(|j| val[j] * x[col[j] as usize * n + t]).sum();
+                let want: f32 =
+                    (crow[r] as usize..crow[r + 1] as usize).map(|j| val[j] * x[col[j] as usize * n + t]).sum();
                 assert_eq!(got[r * n + t], want, "row {r} column {t}");
             }
         }

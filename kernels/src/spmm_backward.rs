@@ -49,7 +49,17 @@ const LANES: usize = 16;
 /// (`[(s1 - s0) * n]`) and `dv` for their entries (from `ptr[s0]`), each written once.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: usize>(
+    ptr: &[I],
+    idx: &[J],
+    val: &[T],
+    g: &[T],
+    x: &[T],
+    n: usize,
+    s0: usize,
+    dx: &mut [MaybeUninit<T>],
+    dv: &mut [MaybeUninit<T>],
+) {
     let base = ptr[s0].to_i64() as usize;
     let mut dots: Vec<T> = Vec::new();
     for s in s0..s0 + dx.len() / n.max(1) {
@@ -78,7 +88,8 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
                             *lane = if FMA { T::mul_add(gr[t], xt[t], *lane) } else { *lane + gr[t] * xt[t] };
                         }
                     }
-                    let mut lanes: [T; LANES] = core::array::from_fn(|l| (lanes[0][l] + lanes[1][l]) + (lanes[2][l] + lanes[3][l]));
+                    let mut lanes: [T; LANES] =
+                        core::array::from_fn(|l| (lanes[0][l] + lanes[1][l]) + (lanes[2][l] + lanes[3][l]));
                     let mut width = LANES / 2;
                     while width > 0 {
                         for t in 0..width {
@@ -118,7 +129,17 @@ fn segments<T: Real, I: IndexElem, J: IndexElem, const FMA: bool, const TILE: us
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &[I], idx: &[J], val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], mut sink: Sink<'_, f32>) {
+unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(
+    ptr: &[I],
+    idx: &[J],
+    val: &[f32],
+    g: &[f32],
+    x: &[f32],
+    n: usize,
+    s0: usize,
+    dx: &mut [MaybeUninit<f32>],
+    mut sink: Sink<'_, f32>,
+) {
     use core::arch::x86_64::*;
     let base = ptr[s0].to_i64() as usize;
     // Values and gradients through the permutation, or in walk order.
@@ -163,7 +184,8 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
             let mut p = b;
             // Four entries at a time share one transposed reduction of their dot products.
             while p + 4 <= e {
-                let (d0, d1, d2, d3) = (entry(p, &mut acc), entry(p + 1, &mut acc), entry(p + 2, &mut acc), entry(p + 3, &mut acc));
+                let (d0, d1, d2, d3) =
+                    (entry(p, &mut acc), entry(p + 1, &mut acc), entry(p + 2, &mut acc), entry(p + 3, &mut acc));
                 let sums = crate::simd::reduce4(d0, d1, d2, d3);
                 let mut four = [0.0f32; 4];
                 // SAFETY: `four` holds the 4 floats stored.
@@ -205,11 +227,24 @@ unsafe fn segments_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(ptr: &
 
 /// Whether [`segments_f32_avx512`] runs a pass of width `n` over `T`.
 fn avx512_f32<T: 'static>(n: usize) -> bool {
-    core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && n > 0 && n.is_multiple_of(64) && isa() == Isa::Avx512
+    core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
+        && n > 0
+        && n.is_multiple_of(64)
+        && isa() == Isa::Avx512
 }
 
 #[allow(clippy::too_many_arguments)]
-fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(
+    ptr: &[I],
+    idx: &[J],
+    val: &[T],
+    g: &[T],
+    x: &[T],
+    n: usize,
+    s0: usize,
+    dx: &mut [MaybeUninit<T>],
+    dv: &mut [MaybeUninit<T>],
+) {
     #[cfg(target_arch = "x86_64")]
     if avx512_f32::<T>(n) {
         // SAFETY: T is f32 (`avx512_f32` checked it): the same type, the same layout.
@@ -224,11 +259,31 @@ fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], 
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+        unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(
+            ptr: &[I],
+            idx: &[J],
+            val: &[T],
+            g: &[T],
+            x: &[T],
+            n: usize,
+            s0: usize,
+            dx: &mut [MaybeUninit<T>],
+            dv: &mut [MaybeUninit<T>],
+        ) {
             segments::<T, I, J, true, TILE>(ptr, idx, val, g, x, n, s0, dx, dv)
         }
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, s0: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(
+            ptr: &[I],
+            idx: &[J],
+            val: &[T],
+            g: &[T],
+            x: &[T],
+            n: usize,
+            s0: usize,
+            dx: &mut [MaybeUninit<T>],
+            dv: &mut [MaybeUninit<T>],
+        ) {
             segments::<T, I, J, true, 32>(ptr, idx, val, g, x, n, s0, dx, dv)
         }
         match isa() {
@@ -256,7 +311,17 @@ fn segments_dispatch<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], 
 /// The CPU supports AVX-512F and `n` is a multiple of 64.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn segments_f32_avx512_width<I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[f32], g: &[f32], x: &[f32], n: usize, s0: usize, dx: &mut [MaybeUninit<f32>], sink: Sink<'_, f32>) {
+unsafe fn segments_f32_avx512_width<I: IndexElem, J: IndexElem>(
+    ptr: &[I],
+    idx: &[J],
+    val: &[f32],
+    g: &[f32],
+    x: &[f32],
+    n: usize,
+    s0: usize,
+    dx: &mut [MaybeUninit<f32>],
+    sink: Sink<'_, f32>,
+) {
     // SAFETY: AVX-512F and n a multiple of 64 (the caller's promise), of 128 for V = 8.
     unsafe {
         if n.is_multiple_of(128) {
@@ -270,7 +335,15 @@ unsafe fn segments_f32_avx512_width<I: IndexElem, J: IndexElem>(ptr: &[I], idx: 
 /// The pass over a CSC view with the values read and their gradients written through its
 /// permutation (f32, AVX-512), in parallel over blocks of columns: `dv` in storage order.
 #[cfg(target_arch = "x86_64")]
-fn walk_permuted(csc: &CscPattern, val: &[f32], g: &[f32], x: &[f32], n: usize, dx: &mut [MaybeUninit<f32>], dv: &mut [MaybeUninit<f32>]) {
+fn walk_permuted(
+    csc: &CscPattern,
+    val: &[f32],
+    g: &[f32],
+    x: &[f32],
+    n: usize,
+    dx: &mut [MaybeUninit<f32>],
+    dv: &mut [MaybeUninit<f32>],
+) {
     let ptr = csc.ccol();
     let cuts = balanced_row_blocks(ptr, rayon::current_num_threads() * 16);
     let mut parts = Vec::with_capacity(cuts.len());
@@ -283,7 +356,9 @@ fn walk_permuted(csc: &CscPattern, val: &[f32], g: &[f32], x: &[f32], n: usize, 
     let out = SendPtr(dv.as_mut_ptr() as *mut f32);
     // SAFETY: the caller runs this on AVX-512 CPUs with `n` a multiple of 64; the permutation
     // covers `dv` (checked by the caller).
-    parts.into_par_iter().for_each(|(s0, px)| unsafe { segments_f32_avx512_width(ptr, csc.row(), val, g, x, n, s0, px, Sink::Permuted(csc.perm(), &out)) });
+    parts.into_par_iter().for_each(|(s0, px)| unsafe {
+        segments_f32_avx512_width(ptr, csc.row(), val, g, x, n, s0, px, Sink::Permuted(csc.perm(), &out))
+    });
 }
 
 /// Bytes of gathered rows from which they miss the cache anyway (the two cores' L2 here), so a
@@ -293,7 +368,16 @@ const PERMUTE_IN_PASS_FROM: usize = 4 << 20;
 /// The pass over `(ptr, idx)` with values and their gradients `dv` in walk order, in parallel
 /// over blocks of segments with about equal entries.
 #[allow(clippy::too_many_arguments)]
-fn walk_in_order<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val: &[T], g: &[T], x: &[T], n: usize, dx: &mut [MaybeUninit<T>], dv: &mut [MaybeUninit<T>]) {
+fn walk_in_order<T: Real, I: IndexElem, J: IndexElem>(
+    ptr: &[I],
+    idx: &[J],
+    val: &[T],
+    g: &[T],
+    x: &[T],
+    n: usize,
+    dx: &mut [MaybeUninit<T>],
+    dv: &mut [MaybeUninit<T>],
+) {
     let cuts = balanced_row_blocks(ptr, rayon::current_num_threads() * 16);
     let mut parts = Vec::with_capacity(cuts.len());
     let (mut rest_x, mut rest_v) = (dx, dv);
@@ -314,7 +398,13 @@ fn walk_in_order<T: Real, I: IndexElem, J: IndexElem>(ptr: &[I], idx: &[J], val:
 ///
 /// # Panics
 /// If `val` is not one value per entry, `x` not `[len, n]` or `g` not `[width, n]`.
-pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>, val: &[T], g: &[T], x: &[T], n: usize) -> Vec<T> {
+pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(
+    walk: &Walk<'_, I, J>,
+    val: &[T],
+    g: &[T],
+    x: &[T],
+    n: usize,
+) -> Vec<T> {
     let pattern = match walk {
         Walk::InOrder(a) => (a.nrows(), a.nnz(), a.ncols()),
         Walk::Transposed(csc) => {
@@ -326,7 +416,8 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
     assert_eq!(val.len(), nnz, "spmm backward: one value per stored entry");
     assert_eq!(x.len(), out_len(len, n, "spmm backward: x"), "spmm backward: x is [len, n] = [{len}, {n}]");
     assert_eq!(g.len(), out_len(width, n, "spmm backward: g"), "spmm backward: g is [width, n] = [{width}, {n}]");
-    let total = out_len(len, n, "spmm backward: dx").checked_add(nnz).expect("spmm backward: gradient length overflows usize");
+    let total =
+        out_len(len, n, "spmm backward: dx").checked_add(nnz).expect("spmm backward: gradient length overflows usize");
     let mut out: Vec<T> = Vec::with_capacity(total);
     if n == 0 {
         out.resize(total, T::default());
@@ -351,7 +442,9 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(walk: &Walk<'_, I, J>,
             }
             let wval = Scratch::gathered(val, csc.perm());
             // SAFETY: the segments cover every entry of the walk; each gradient is written.
-            let wdv = unsafe { Scratch::filled(nnz, |wdv| walk_in_order(csc.ccol(), csc.row(), wval.get(), g, x, n, dx, wdv)) };
+            let wdv = unsafe {
+                Scratch::filled(nnz, |wdv| walk_in_order(csc.ccol(), csc.row(), wval.get(), g, x, n, dx, wdv))
+            };
             gather_into(wdv.get(), csc.inv(), dv);
         }
     }

@@ -39,7 +39,8 @@ pub fn sparse_dropout<const D: usize>(s: &SparseTensor<D>, p: f64, rng: &mut Mas
     }
     let values = s.values_flat();
     let [n, w] = values.dims();
-    let mask = Tensor::<2>::from_data(TensorData::new(rng.keep_mask(n * w, p), [n, w]), (&values.device(), values.dtype()));
+    let mask =
+        Tensor::<2>::from_data(TensorData::new(rng.keep_mask(n * w, p), [n, w]), (&values.device(), values.dtype()));
     s.with_values(values * mask)
 }
 

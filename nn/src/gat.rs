@@ -75,7 +75,13 @@ impl GatConvConfig {
 
 impl GatConv {
     /// The attention of head `h` on `adj`'s pattern given the projected features `wh [n, F]`.
-    fn attention(&self, adj: &SparseTensor<2>, wh: &Tensor<2>, h: usize, dropout: Option<(f64, &mut MaskRng)>) -> SparseTensor<2> {
+    fn attention(
+        &self,
+        adj: &SparseTensor<2>,
+        wh: &Tensor<2>,
+        h: usize,
+        dropout: Option<(f64, &mut MaskRng)>,
+    ) -> SparseTensor<2> {
         let n = wh.dims()[0];
         let a_src = self.att_src.val().slice([h..h + 1, 0..self.d_output]).reshape([self.d_output, 1]);
         let a_dst = self.att_dst.val().slice([h..h + 1, 0..self.d_output]).reshape([self.d_output, 1]);
@@ -96,16 +102,31 @@ impl GatConv {
     /// The layer on dense features `x [n, d_input]` over `adj`'s pattern (its values are not
     /// used; include self loops in it). `attention_dropout`: probability and mask stream, for
     /// training.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>, attention_dropout: Option<(f64, &mut MaskRng)>) -> Tensor<2> {
+    pub fn forward(
+        &self,
+        adj: &SparseTensor<2>,
+        x: Tensor<2>,
+        attention_dropout: Option<(f64, &mut MaskRng)>,
+    ) -> Tensor<2> {
         self.aggregate(adj, x.matmul(self.weight.val()), attention_dropout)
     }
 
     /// [`GatConv::forward`] for sparse features.
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>, attention_dropout: Option<(f64, &mut MaskRng)>) -> Tensor<2> {
+    pub fn forward_sparse(
+        &self,
+        adj: &SparseTensor<2>,
+        x: &SparseTensor<2>,
+        attention_dropout: Option<(f64, &mut MaskRng)>,
+    ) -> Tensor<2> {
         self.aggregate(adj, mm(x, self.weight.val()), attention_dropout)
     }
 
-    fn aggregate(&self, adj: &SparseTensor<2>, wh_all: Tensor<2>, mut attention_dropout: Option<(f64, &mut MaskRng)>) -> Tensor<2> {
+    fn aggregate(
+        &self,
+        adj: &SparseTensor<2>,
+        wh_all: Tensor<2>,
+        mut attention_dropout: Option<(f64, &mut MaskRng)>,
+    ) -> Tensor<2> {
         let n = wh_all.dims()[0];
         let f = self.d_output;
         let outs: Vec<Tensor<2>> = (0..self.heads)
@@ -115,7 +136,8 @@ impl GatConv {
                 mm(&self.attention(adj, &wh, h, drop), wh)
             })
             .collect();
-        let out = if self.concat { Tensor::cat(outs, 1) } else { Tensor::stack::<3>(outs, 0).mean_dim(0).reshape([n, f]) };
+        let out =
+            if self.concat { Tensor::cat(outs, 1) } else { Tensor::stack::<3>(outs, 0).mean_dim(0).reshape([n, f]) };
         match &self.bias {
             Some(b) => out + b.val().unsqueeze::<2>(),
             None => out,

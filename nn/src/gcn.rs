@@ -35,7 +35,12 @@ pub struct GcnConv {
 impl GcnConvConfig {
     /// A new layer on `device`.
     pub fn init(&self, device: &Device) -> GcnConv {
-        let weight = Initializer::XavierUniform { gain: 1.0 }.init_with([self.d_input, self.d_output], Some(self.d_input), Some(self.d_output), device);
+        let weight = Initializer::XavierUniform { gain: 1.0 }.init_with(
+            [self.d_input, self.d_output],
+            Some(self.d_input),
+            Some(self.d_output),
+            device,
+        );
         let bias = self.bias.then(|| Initializer::Zeros.init([self.d_output], device));
         GcnConv { weight, bias }
     }
@@ -67,7 +72,13 @@ fn pattern_with_self_loops(edges: &[(usize, usize)], n: usize) -> sparsegrad_bac
     for (position, &(u, v)) in edges.iter().enumerate() {
         if u >= n || v >= n {
             let (dim, value) = if u >= n { (0, u) } else { (1, v) };
-            return Err(SparseError::IndexOutOfBounds { component: "edges", dim, position, value: value as i64, size: n });
+            return Err(SparseError::IndexOutOfBounds {
+                component: "edges",
+                dim,
+                position,
+                value: value as i64,
+                size: n,
+            });
         }
     }
     let too_many = || SparseError::Allocation { bytes: usize::MAX, what: "gcn_norm: the pattern of A + I" };
@@ -120,7 +131,11 @@ fn pattern_with_self_loops(edges: &[(usize, usize)], n: usize) -> sparsegrad_bac
 }
 
 /// `A + I` as CSR with unit values (f32, int64 indices): the pattern attention layers use.
-pub fn adjacency_with_self_loops(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
+pub fn adjacency_with_self_loops(
+    edges: &[(usize, usize)],
+    n: usize,
+    device: &Device,
+) -> sparsegrad_backend::Result<SparseTensor<2>> {
     let (crow, col) = pattern_with_self_loops(edges, n)?;
     csr_with_values(crow, col, |_, _| 1.0, device)
 }
@@ -134,7 +149,12 @@ pub fn gcn_norm(edges: &[(usize, usize)], n: usize, device: &Device) -> sparsegr
 }
 
 /// A square CSR tensor of the pattern `(crow, col)` with `value(i, j)` at each entry.
-fn csr_with_values(crow: Vec<i64>, col: Vec<i64>, value: impl Fn(usize, usize) -> f32, device: &Device) -> sparsegrad_backend::Result<SparseTensor<2>> {
+fn csr_with_values(
+    crow: Vec<i64>,
+    col: Vec<i64>,
+    value: impl Fn(usize, usize) -> f32,
+    device: &Device,
+) -> sparsegrad_backend::Result<SparseTensor<2>> {
     let n = crow.len() - 1;
     let mut val = Vec::with_capacity(col.len());
     for i in 0..n {

@@ -66,12 +66,18 @@ impl MnistSplit {
     /// Loads `<prefix>-images-idx3-ubyte` and `<prefix>-labels-idx1-ubyte` from `dir`.
     pub fn load(dir: &Path, prefix: &str) -> Result<Self, DataError> {
         let (images_path, mut images, len) = open(dir, &format!("{prefix}-images-idx3-ubyte"))?;
-        let (count, rows, cols, pixels) = read_images(&mut images, len).map_err(|e| DataError(format!("{}: {e}", images_path.display())))?;
+        let (count, rows, cols, pixels) =
+            read_images(&mut images, len).map_err(|e| DataError(format!("{}: {e}", images_path.display())))?;
         drop(images);
         let (labels_path, mut labels, len) = open(dir, &format!("{prefix}-labels-idx1-ubyte"))?;
         let labels = read_labels(&mut labels, len).map_err(|e| DataError(format!("{}: {e}", labels_path.display())))?;
         if labels.len() != count {
-            return Err(DataError(format!("{}: {} labels for {count} images in {}", labels_path.display(), labels.len(), images_path.display())));
+            return Err(DataError(format!(
+                "{}: {} labels for {count} images in {}",
+                labels_path.display(),
+                labels.len(),
+                images_path.display()
+            )));
         }
         Ok(Self { pixels, labels, rows, cols })
     }
@@ -138,7 +144,8 @@ fn open(dir: &Path, name: &str) -> Result<Opened, DataError> {
         return Ok((plain, Box::new(file), Some(len)));
     }
     let gz = dir.join(format!("{name}.gz"));
-    let file = std::fs::File::open(&gz).map_err(|e| DataError(format!("{} (or {}): {e}", gz.display(), plain.display())))?;
+    let file =
+        std::fs::File::open(&gz).map_err(|e| DataError(format!("{} (or {}): {e}", gz.display(), plain.display())))?;
     Ok((gz, Box::new(GzDecoder::new(file)), None))
 }
 
@@ -182,11 +189,16 @@ fn read_body(reader: &mut dyn Read, len: Option<u64>, header: usize, body: usize
     if data.len() < body {
         return Err(format!("truncated: {} bytes, the header announces {expected}", header + data.len()));
     }
-    let extra = std::io::copy(&mut (&mut *reader).take(TRAILING_PROBE), &mut std::io::sink()).map_err(|e| format!("reading past the {expected} bytes the header announces: {e}"))?;
+    let extra = std::io::copy(&mut (&mut *reader).take(TRAILING_PROBE), &mut std::io::sink())
+        .map_err(|e| format!("reading past the {expected} bytes the header announces: {e}"))?;
     if extra > 0 {
         return Err(match len {
-            Some(len) => format!("{} bytes after the {expected} the header announces", len.saturating_sub(expected64).max(extra)),
-            None if extra == TRAILING_PROBE => format!("at least {extra} bytes after the {expected} the header announces"),
+            Some(len) => {
+                format!("{} bytes after the {expected} the header announces", len.saturating_sub(expected64).max(extra))
+            }
+            None if extra == TRAILING_PROBE => {
+                format!("at least {extra} bytes after the {expected} the header announces")
+            }
             None => format!("{extra} bytes after the {expected} the header announces"),
         });
     }
@@ -196,7 +208,10 @@ fn read_body(reader: &mut dyn Read, len: Option<u64>, header: usize, body: usize
 /// `(count, rows, cols, pixels)` of an IDX image stream of `len` bytes if known.
 fn read_images(reader: &mut dyn Read, len: Option<u64>) -> Result<(usize, usize, usize, Vec<u8>), String> {
     let [_, count, rows, cols] = read_header::<4>(reader, IMAGES_MAGIC, "image")?;
-    let body = count.checked_mul(rows).and_then(|v| v.checked_mul(cols)).ok_or_else(|| format!("{count} x {rows} x {cols} pixels overflow"))?;
+    let body = count
+        .checked_mul(rows)
+        .and_then(|v| v.checked_mul(cols))
+        .ok_or_else(|| format!("{count} x {rows} x {cols} pixels overflow"))?;
     let pixels = read_body(reader, len, 16, body)?;
     Ok((count, rows, cols, pixels))
 }
@@ -316,7 +331,10 @@ mod tests {
         assert_eq!(r.read, 26);
         // A wrong file stops at its header: the 8 bytes of a label header read, no more.
         let mut r = Counting { inner: std::io::repeat(0), read: 0 };
-        assert_eq!(read_labels(&mut r, None).unwrap_err(), "magic number 0x00000000 is not that of an IDX label file (0x00000801)");
+        assert_eq!(
+            read_labels(&mut r, None).unwrap_err(),
+            "magic number 0x00000000 is not that of an IDX label file (0x00000801)"
+        );
         assert_eq!(r.read, 8);
         // Sizes that overflow are refused.
         let e = parse_images(&idx(IMAGES_MAGIC, &[u32::MAX, u32::MAX, u32::MAX], &[])).unwrap_err();
@@ -349,11 +367,21 @@ mod tests {
         assert!(e.ends_with("d-images-idx3-ubyte.gz: 5 bytes after the 17 the header announces"), "{e}");
         write("e-images-idx3-ubyte.gz", &gzip(&idx(IMAGES_MAGIC, &[1, 1, 1], &vec![0; 4 << 20])));
         let e = load("e");
-        assert!(e.ends_with(&format!("e-images-idx3-ubyte.gz: at least {TRAILING_PROBE} bytes after the 17 the header announces")), "{e}");
+        assert!(
+            e.ends_with(&format!(
+                "e-images-idx3-ubyte.gz: at least {TRAILING_PROBE} bytes after the 17 the header announces"
+            )),
+            "{e}"
+        );
         // Gzip: a wrong magic, a truncated header, a bad label, and a file that is not gzip.
         write("f-images-idx3-ubyte.gz", &gzip(&labels));
         let e = load("f");
-        assert!(e.ends_with("f-images-idx3-ubyte.gz: magic number 0x00000801 is not that of an IDX image file (0x00000803)"), "{e}");
+        assert!(
+            e.ends_with(
+                "f-images-idx3-ubyte.gz: magic number 0x00000801 is not that of an IDX image file (0x00000803)"
+            ),
+            "{e}"
+        );
         write("g-images-idx3-ubyte.gz", &gzip(&idx(IMAGES_MAGIC, &[1], &[])));
         let e = load("g");
         assert!(e.ends_with("g-images-idx3-ubyte.gz: truncated header: 8 bytes, header field 2 needs 12"), "{e}");

@@ -177,7 +177,12 @@ impl MatrixMarket {
     pub fn to_general(&self) -> Result<MatrixMarket, DataError> {
         let what = || format!("Matrix Market {} x {} {} {}", self.rows, self.cols, self.field, self.symmetry);
         if self.entries.len() != self.values.len() {
-            return Err(DataError(format!("{}: {} entries but {} values", what(), self.entries.len(), self.values.len())));
+            return Err(DataError(format!(
+                "{}: {} entries but {} values",
+                what(),
+                self.entries.len(),
+                self.values.len()
+            )));
         }
         let mut mirrored = 0usize;
         for (k, &(i, j)) in self.entries.iter().enumerate() {
@@ -187,12 +192,20 @@ impl MatrixMarket {
             }
             match self.symmetry {
                 MtxSymmetry::General => {}
-                MtxSymmetry::Symmetric | MtxSymmetry::SkewSymmetric if j > i => return Err(stored("is above the diagonal")),
-                MtxSymmetry::SkewSymmetric if i == j => return Err(stored("is on the diagonal of a skew-symmetric matrix")),
+                MtxSymmetry::Symmetric | MtxSymmetry::SkewSymmetric if j > i => {
+                    return Err(stored("is above the diagonal"))
+                }
+                MtxSymmetry::SkewSymmetric if i == j => {
+                    return Err(stored("is on the diagonal of a skew-symmetric matrix"))
+                }
                 MtxSymmetry::Symmetric | MtxSymmetry::SkewSymmetric => mirrored += usize::from(i != j),
             }
         }
-        let total = self.entries.len().checked_add(mirrored).ok_or_else(|| DataError(format!("{}: too many entries", what())))?;
+        let total = self
+            .entries
+            .len()
+            .checked_add(mirrored)
+            .ok_or_else(|| DataError(format!("{}: too many entries", what())))?;
         let sign = if self.symmetry == MtxSymmetry::SkewSymmetric { -1.0 } else { 1.0 };
         let (mut entries, mut values) = (Vec::with_capacity(total), Vec::with_capacity(total));
         for (&(i, j), &v) in self.entries.iter().zip(&self.values) {
@@ -203,7 +216,14 @@ impl MatrixMarket {
                 values.push(sign * v);
             }
         }
-        Ok(MatrixMarket { rows: self.rows, cols: self.cols, field: self.field, symmetry: MtxSymmetry::General, entries, values })
+        Ok(MatrixMarket {
+            rows: self.rows,
+            cols: self.cols,
+            field: self.field,
+            symmetry: MtxSymmetry::General,
+            entries,
+            values,
+        })
     }
 }
 
@@ -228,7 +248,9 @@ fn parse_banner(line: &str) -> Result<(MtxField, MtxSymmetry), String> {
         return Err(format!("banner {line:?}: object {object:?} is not supported (only `matrix`)"));
     }
     if !format.eq_ignore_ascii_case("coordinate") {
-        return Err(format!("banner {line:?}: format {format:?} is not supported (only `coordinate`; `array` is dense storage)"));
+        return Err(format!(
+            "banner {line:?}: format {format:?} is not supported (only `coordinate`; `array` is dense storage)"
+        ));
     }
     let field = match field.to_ascii_lowercase().as_str() {
         "real" => MtxField::Real,
@@ -240,7 +262,11 @@ fn parse_banner(line: &str) -> Result<(MtxField, MtxSymmetry), String> {
         "general" => MtxSymmetry::General,
         "symmetric" => MtxSymmetry::Symmetric,
         "skew-symmetric" => MtxSymmetry::SkewSymmetric,
-        _ => return Err(format!("banner {line:?}: symmetry {symmetry:?} is not supported (general, symmetric or skew-symmetric)")),
+        _ => {
+            return Err(format!(
+                "banner {line:?}: symmetry {symmetry:?} is not supported (general, symmetric or skew-symmetric)"
+            ))
+        }
     };
     if field == MtxField::Pattern && symmetry == MtxSymmetry::SkewSymmetric {
         return Err(format!("banner {line:?}: `pattern skew-symmetric` has no values to negate"));
@@ -313,11 +339,17 @@ pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
         let mut t = line.split_whitespace().map(str::parse::<usize>);
         match (t.next(), t.next(), t.next(), t.next()) {
             (Some(Ok(r)), Some(Ok(c)), Some(Ok(z)), None) => break (r, c, z),
-            _ => return Err(lines.error(format_args!("size line {line:?} is not `rows cols entries` (three non-negative integers)"))),
+            _ => {
+                return Err(lines.error(format_args!(
+                    "size line {line:?} is not `rows cols entries` (three non-negative integers)"
+                )))
+            }
         }
     };
     if symmetry != MtxSymmetry::General && rows != cols {
-        return Err(lines.error(format_args!("a {symmetry} matrix must be square, the size line declares {rows} x {cols}")));
+        return Err(
+            lines.error(format_args!("a {symmetry} matrix must be square, the size line declares {rows} x {cols}"))
+        );
     }
     let capacity = match lines.bytes_left() {
         Some(left) => {
@@ -325,7 +357,9 @@ pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
             // The last line may lack its newline.
             let most = left.saturating_add(1) / shortest;
             if u64::try_from(nnz).map_or(true, |nnz| nnz > most) {
-                return Err(lines.error(format_args!("{nnz} entries declared, but the {left} bytes after this line hold at most {most}")));
+                return Err(lines.error(format_args!(
+                    "{nnz} entries declared, but the {left} bytes after this line hold at most {most}"
+                )));
             }
             nnz
         }
@@ -354,15 +388,23 @@ pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
         let v = value(v.unwrap_or("1"), field).map_err(|e| lines.error(e))?;
         match symmetry {
             MtxSymmetry::General => {}
-            _ if j > i => return Err(lines.error(format_args!("entry ({r}, {c}) is above the diagonal; a {symmetry} file stores the lower triangle"))),
-            MtxSymmetry::SkewSymmetric if i == j => return Err(lines.error(format_args!("diagonal entry ({r}, {c}) in a skew-symmetric file, whose diagonal is zero"))),
+            _ if j > i => {
+                return Err(lines.error(format_args!(
+                    "entry ({r}, {c}) is above the diagonal; a {symmetry} file stores the lower triangle"
+                )))
+            }
+            MtxSymmetry::SkewSymmetric if i == j => {
+                return Err(lines
+                    .error(format_args!("diagonal entry ({r}, {c}) in a skew-symmetric file, whose diagonal is zero")))
+            }
             _ => {}
         }
         entries.push((i, j));
         values.push(v);
     }
     if entries.len() != nnz {
-        return Err(lines.error(format_args!("the file ends after {} of the {nnz} entries the size line declares", entries.len())));
+        return Err(lines
+            .error(format_args!("the file ends after {} of the {nnz} entries the size line declares", entries.len())));
     }
     Ok(MatrixMarket { rows, cols, field, symmetry, entries, values })
 }
@@ -408,7 +450,8 @@ mod tests {
         assert_eq!(m.values, vec![2.5, -1e-3, 0.5]);
         assert_eq!(m.to_general().unwrap(), m);
 
-        std::fs::write(&path, "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 7\n3 1 -4\n3 2 9\n").unwrap();
+        std::fs::write(&path, "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 7\n3 1 -4\n3 2 9\n")
+            .unwrap();
         let m = read_mtx(&path).unwrap();
         assert_eq!((m.field, m.symmetry, m.entries.len()), (MtxField::Integer, MtxSymmetry::Symmetric, 3));
         let g = m.to_general().unwrap();
@@ -438,12 +481,24 @@ mod tests {
     fn read_mtx_refuses_unsupported_banners() {
         let dir = temp_dir("banners");
         let cases = [
-            ("%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n", "field \"complex\" is not supported"),
-            ("%%MatrixMarket matrix coordinate complex hermitian\n1 1 1\n1 1 1 0\n", "field \"complex\" is not supported"),
-            ("%%MatrixMarket matrix coordinate real hermitian\n1 1 1\n1 1 1\n", "symmetry \"hermitian\" is not supported"),
+            (
+                "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n",
+                "field \"complex\" is not supported",
+            ),
+            (
+                "%%MatrixMarket matrix coordinate complex hermitian\n1 1 1\n1 1 1 0\n",
+                "field \"complex\" is not supported",
+            ),
+            (
+                "%%MatrixMarket matrix coordinate real hermitian\n1 1 1\n1 1 1\n",
+                "symmetry \"hermitian\" is not supported",
+            ),
             ("%%MatrixMarket matrix array real general\n1 1\n1\n", "format \"array\" is not supported"),
             ("%%MatrixMarket vector coordinate real general\n1 1\n1 1\n", "object \"vector\" is not supported"),
-            ("%%MatrixMarket matrix coordinate pattern skew-symmetric\n2 2 1\n2 1\n", "`pattern skew-symmetric` has no values"),
+            (
+                "%%MatrixMarket matrix coordinate pattern skew-symmetric\n2 2 1\n2 1\n",
+                "`pattern skew-symmetric` has no values",
+            ),
             ("%%MatrixMarket matrix coordinate real\n1 1 1\n1 1 1\n", "is not `%%MatrixMarket matrix coordinate"),
             ("%%NotMarket matrix coordinate real general\n1 1 1\n1 1 1\n", "is not `%%MatrixMarket matrix coordinate"),
             ("1 1 1\n1 1\n", "no Matrix Market banner: the first line is \"1 1 1\""),
@@ -481,20 +536,36 @@ mod tests {
             (format!("{real}2 2 1\n1 1 inf\n"), "m.mtx:3: value \"inf\" is not a finite real number"),
             (format!("{real}2 2 1\n1 1 NaN\n"), "m.mtx:3: value \"NaN\" is not a finite real number"),
             (format!("{integer}2 2 1\n1 1 1.5\n"), "m.mtx:3: value \"1.5\" is not an integer"),
-            (format!("{integer}2 2 1\n1 1 9007199254740993\n"), "m.mtx:3: integer value 9007199254740993 is beyond 2^53"),
-            (format!("{sym}2 2 1\n1 2 1\n"), "m.mtx:3: entry (1, 2) is above the diagonal; a symmetric file stores the lower triangle"),
+            (
+                format!("{integer}2 2 1\n1 1 9007199254740993\n"),
+                "m.mtx:3: integer value 9007199254740993 is beyond 2^53",
+            ),
+            (
+                format!("{sym}2 2 1\n1 2 1\n"),
+                "m.mtx:3: entry (1, 2) is above the diagonal; a symmetric file stores the lower triangle",
+            ),
             (format!("{skew}2 2 1\n1 2 1\n"), "m.mtx:3: entry (1, 2) is above the diagonal; a skew-symmetric file"),
             (format!("{skew}2 2 1\n2 2 1\n"), "m.mtx:3: diagonal entry (2, 2) in a skew-symmetric file"),
-            (format!("{sym}2 3 1\n1 1 1\n"), "m.mtx:2: a symmetric matrix must be square, the size line declares 2 x 3"),
-            (format!("{pattern}2 2 1\n1 1\n% comment\n2 2\n"), "m.mtx:5: more entries than the 1 the size line declares"),
-            (format!("{pattern}2 2 3\n1 1\n2 2\n% a comment as long as an entry\n"), "m.mtx:5: the file ends after 2 of the 3 entries the size line declares"),
+            (
+                format!("{sym}2 3 1\n1 1 1\n"),
+                "m.mtx:2: a symmetric matrix must be square, the size line declares 2 x 3",
+            ),
+            (
+                format!("{pattern}2 2 1\n1 1\n% comment\n2 2\n"),
+                "m.mtx:5: more entries than the 1 the size line declares",
+            ),
+            (
+                format!("{pattern}2 2 3\n1 1\n2 2\n% a comment as long as an entry\n"),
+                "m.mtx:5: the file ends after 2 of the 3 entries the size line declares",
+            ),
         ];
         for (text, expected) in &cases {
             let e = mtx_error(&dir, text);
             assert!(e.contains(expected), "{text:?}: {e}");
         }
         // Not UTF-8, and a line longer than MAX_LINE (refused without reading it all).
-        std::fs::write(dir.join("m.mtx"), b"%%MatrixMarket matrix coordinate pattern general\n1 1 1\n1 \xff\n").unwrap();
+        std::fs::write(dir.join("m.mtx"), b"%%MatrixMarket matrix coordinate pattern general\n1 1 1\n1 \xff\n")
+            .unwrap();
         let e = read_mtx(&dir.join("m.mtx")).unwrap_err().to_string();
         assert!(e.ends_with("m.mtx:3: not UTF-8 text"), "{e}");
         let e = mtx_error(&dir, &format!("{pattern}% {}\n1 1 1\n1 1\n", "x".repeat(MAX_LINE)));
@@ -511,20 +582,30 @@ mod tests {
     #[test]
     fn read_mtx_refuses_huge_declared_sizes_without_allocating() {
         let dir = temp_dir("huge");
-        let text = "%%MatrixMarket matrix coordinate pattern general\n1000000000000 1000000000000 1000000000000\n1 1\n2 2\n";
+        let text =
+            "%%MatrixMarket matrix coordinate pattern general\n1000000000000 1000000000000 1000000000000\n1 1\n2 2\n";
         assert!(text.len() <= 100);
         // Plain: refused at the size line from the bytes left (8 bytes hold at most 2 entries).
         let e = mtx_error(&dir, text);
-        assert!(e.ends_with("m.mtx:2: 1000000000000 entries declared, but the 8 bytes after this line hold at most 2"), "{e}");
+        assert!(
+            e.ends_with("m.mtx:2: 1000000000000 entries declared, but the 8 bytes after this line hold at most 2"),
+            "{e}"
+        );
         let e = mtx_error(&dir, "%%MatrixMarket matrix coordinate real general\n9 9 2\n1 1 1\n");
         assert!(e.ends_with("m.mtx:2: 2 entries declared, but the 6 bytes after this line hold at most 1"), "{e}");
         // Gzip: the length is unknown, so the entries grow with what the stream holds and the
         // count check fails at its end.
         write_gz(&dir.join("g.mtx.gz"), text);
         let e = read_mtx(&dir.join("g.mtx")).unwrap_err().to_string();
-        assert!(e.ends_with("g.mtx.gz:4: the file ends after 2 of the 1000000000000 entries the size line declares"), "{e}");
+        assert!(
+            e.ends_with("g.mtx.gz:4: the file ends after 2 of the 1000000000000 entries the size line declares"),
+            "{e}"
+        );
         // A declared size alone allocates nothing: a 10^12 x 10^12 matrix with its 2 entries loads.
-        let m = mtx_error_free(&dir, "%%MatrixMarket matrix coordinate pattern symmetric\n1000000000000 1000000000000 2\n1 1\n1000000000000 1\n");
+        let m = mtx_error_free(
+            &dir,
+            "%%MatrixMarket matrix coordinate pattern symmetric\n1000000000000 1000000000000 2\n1 1\n1000000000000 1\n",
+        );
         assert_eq!((m.rows, m.entries.clone()), (1_000_000_000_000, vec![(0, 0), (999_999_999_999, 0)]));
         assert_eq!(m.to_general().unwrap().entries.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -538,10 +619,21 @@ mod tests {
 
     #[test]
     fn to_general_checks_hand_built_values() {
-        let m = MatrixMarket { rows: 2, cols: 2, field: MtxField::Real, symmetry: MtxSymmetry::Symmetric, entries: vec![(0, 1)], values: vec![1.0] };
+        let m = MatrixMarket {
+            rows: 2,
+            cols: 2,
+            field: MtxField::Real,
+            symmetry: MtxSymmetry::Symmetric,
+            entries: vec![(0, 1)],
+            values: vec![1.0],
+        };
         assert!(m.to_general().unwrap_err().to_string().contains("entry 0 (0, 1) is above the diagonal"));
         let m = MatrixMarket { symmetry: MtxSymmetry::SkewSymmetric, entries: vec![(1, 1)], ..m };
-        assert!(m.to_general().unwrap_err().to_string().contains("entry 0 (1, 1) is on the diagonal of a skew-symmetric matrix"));
+        assert!(m
+            .to_general()
+            .unwrap_err()
+            .to_string()
+            .contains("entry 0 (1, 1) is on the diagonal of a skew-symmetric matrix"));
         let m = MatrixMarket { symmetry: MtxSymmetry::General, entries: vec![(2, 0)], ..m };
         assert!(m.to_general().unwrap_err().to_string().contains("entry 0 (2, 0) is outside the matrix"));
         let m = MatrixMarket { values: vec![], ..m };
@@ -562,7 +654,11 @@ mod tests {
         ];
         for (file, n, field, symmetry, stored, diagonal, first) in cases {
             let m = read_mtx(&dir.join(file)).unwrap();
-            assert_eq!((m.rows, m.cols, m.field, m.symmetry, m.entries.len(), m.values.len()), (n, n, field, symmetry, stored, stored), "{file}");
+            assert_eq!(
+                (m.rows, m.cols, m.field, m.symmetry, m.entries.len(), m.values.len()),
+                (n, n, field, symmetry, stored, stored),
+                "{file}"
+            );
             assert_eq!(m.entries.iter().filter(|(i, j)| i == j).count(), diagonal, "{file}");
             assert_eq!((m.entries[0], m.values[0]), first, "{file}");
             let g = m.to_general().unwrap();

@@ -72,7 +72,12 @@ fn undirected_edges(path: &Path, m: MatrixMarket) -> Result<Vec<(usize, usize)>,
     }
     if let Some(k) = m.entries.iter().position(|&(i, j)| i == j) {
         let i = m.entries.get(k).map_or(0, |e| e.0 + 1);
-        return Err(DataError(format!("{}: entry {} of {} is a self loop `{i} {i}`; the graph's edges have none", path.display(), k + 1, m.entries.len())));
+        return Err(DataError(format!(
+            "{}: entry {} of {} is a self loop `{i} {i}`; the graph's edges have none",
+            path.display(),
+            k + 1,
+            m.entries.len()
+        )));
     }
     let mut sorted = m.entries.clone();
     sorted.sort_unstable();
@@ -99,7 +104,11 @@ fn tsv_header(lines: &mut Lines, expected: &str) -> Result<(), DataError> {
 /// node count the file does not back allocates nothing.
 fn labels_of(lines: &Lines, records: &[(usize, usize, usize)], n: usize, of: &Path) -> Result<Vec<usize>, DataError> {
     if records.len() != n {
-        return Err(lines.error(format_args!("the file ends after {} nodes, {} declares {n}", records.len(), of.display())));
+        return Err(lines.error(format_args!(
+            "the file ends after {} nodes, {} declares {n}",
+            records.len(),
+            of.display()
+        )));
     }
     let mut labels = vec![usize::MAX; n];
     for &(line, node, label) in records {
@@ -147,7 +156,12 @@ impl Planetoid {
         let features_path = dir.join(format!("{name}_features.mtx"));
         let features = read_mtx(&features_path)?;
         if features.rows != n {
-            return Err(DataError(format!("{}: {} rows, but {} has {n} nodes", features_path.display(), features.rows, adjacency_path.display())));
+            return Err(DataError(format!(
+                "{}: {} rows, but {} has {n} nodes",
+                features_path.display(),
+                features.rows,
+                adjacency_path.display()
+            )));
         }
         let features = features.to_general()?;
         let mut sorted = features.entries.clone();
@@ -171,7 +185,11 @@ impl Planetoid {
             let node = tsv_node(&lines, node, n, records.len(), &adjacency_path)?;
             let label = match label.parse::<usize>() {
                 Ok(l) if l < n => l,
-                Ok(l) => return Err(lines.error(format_args!("label {l} is not below the {n} nodes (more classes than nodes)"))),
+                Ok(l) => {
+                    return Err(
+                        lines.error(format_args!("label {l} is not below the {n} nodes (more classes than nodes)"))
+                    )
+                }
                 Err(_) => return Err(lines.error(format_args!("label {label:?} is not a non-negative integer"))),
             };
             match split {
@@ -207,7 +225,11 @@ impl Planetoid {
     /// Panics if `features` and `feature_values` differ in length or an entry is outside
     /// `nodes x num_features` (a hand-built value; loaded ones are checked).
     pub fn features_csr(&self, device: &burn::tensor::Device) -> SparseTensor<2> {
-        assert_eq!(self.features.len(), self.feature_values.len(), "features and feature_values must have one element per entry");
+        assert_eq!(
+            self.features.len(),
+            self.feature_values.len(),
+            "features and feature_values must have one element per entry"
+        );
         let mut rows: Vec<Vec<(i64, f32)>> = vec![Vec::new(); self.nodes];
         for (&(r, c), &v) in self.features.iter().zip(&self.feature_values) {
             rows[r].push((c as i64, v as f32));
@@ -314,7 +336,10 @@ mod tests {
     #[test]
     fn cora_loads_as_before() {
         let g = Planetoid::load(repo_data("cora"), "cora").unwrap();
-        assert_eq!((g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes), (2708, 5278, 1433, 49216, 7));
+        assert_eq!(
+            (g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes),
+            (2708, 5278, 1433, 49216, 7)
+        );
         assert_eq!((g.train.len(), g.val.len(), g.test.len()), (140, 500, 1000));
         assert_eq!(g.train, (0..140).collect::<Vec<_>>());
         assert_eq!(g.val, (140..640).collect::<Vec<_>>());
@@ -358,14 +383,23 @@ mod tests {
         let dir = temp_dir("small");
         write_planetoid(&dir, ADJ, FEAT, NODES);
         let g = Planetoid::load(&dir, "t").unwrap();
-        assert_eq!((g.nodes, g.edges.clone(), g.num_features, g.labels.clone(), g.num_classes), (3, vec![(1, 0), (2, 1)], 2, vec![0, 1, 1], 2));
+        assert_eq!(
+            (g.nodes, g.edges.clone(), g.num_features, g.labels.clone(), g.num_classes),
+            (3, vec![(1, 0), (2, 1)], 2, vec![0, 1, 1], 2)
+        );
         assert_eq!((g.train, g.val, g.test), (vec![0], vec![1], vec![2]));
         // Real features keep their values; the row normalisation divides by the row's sum.
         let feat = "%%MatrixMarket matrix coordinate real general\n3 2 4\n1 1 1\n1 2 3\n2 2 -2\n3 1 0\n";
         write_planetoid(&dir, ADJ, feat, "node\tlabel\tsplit\n2\t0\tnone\n0\t1\ttrain\n1\t2\ttest\n");
         let g = Planetoid::load(&dir, "t").unwrap();
-        assert_eq!((g.features.clone(), g.feature_values.clone()), (vec![(0, 0), (0, 1), (1, 1), (2, 0)], vec![1.0, 3.0, -2.0, 0.0]));
-        assert_eq!((g.labels.clone(), g.num_classes, g.train.clone(), g.test.clone()), (vec![1, 2, 0], 3, vec![0], vec![1]));
+        assert_eq!(
+            (g.features.clone(), g.feature_values.clone()),
+            (vec![(0, 0), (0, 1), (1, 1), (2, 0)], vec![1.0, 3.0, -2.0, 0.0])
+        );
+        assert_eq!(
+            (g.labels.clone(), g.num_classes, g.train.clone(), g.test.clone()),
+            (vec![1, 2, 0], 3, vec![0], vec![1])
+        );
         let x = g.features_csr(&burn::tensor::Device::flex());
         assert_eq!(x.values::<1>().unwrap().into_data().try_to_vec::<f32>().unwrap(), vec![0.25, 0.75, 1.0, 0.0]);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -383,20 +417,50 @@ mod tests {
         let huge = "%%MatrixMarket matrix coordinate pattern symmetric\n1000000000000 1000000000000 0\n";
         let huge_feat = "%%MatrixMarket matrix coordinate pattern general\n1000000000000 2 0\n";
         let cases: [(&str, &str, &str, &str); 15] = [
-            (general, FEAT, NODES, "t_adjacency.mtx:1: banner declares `pattern general`; a graph's adjacency must be `pattern symmetric`"),
+            (
+                general,
+                FEAT,
+                NODES,
+                "t_adjacency.mtx:1: banner declares `pattern general`; a graph's adjacency must be `pattern symmetric`",
+            ),
             (real_adj, FEAT, NODES, "t_adjacency.mtx:1: banner declares `real symmetric`"),
             (self_loop, FEAT, NODES, "t_adjacency.mtx: entry 2 of 2 is a self loop `3 3`"),
             (twice, FEAT, NODES, "t_adjacency.mtx: edge `2 1` is stored twice"),
             (ADJ, feat_rows, NODES, "t_features.mtx: 4 rows, but"),
             (ADJ, feat_twice, NODES, "t_features.mtx: entry `1 1` is stored twice"),
-            (ADJ, FEAT, "id\tlabel\tsplit\n0\t0\ttrain\n", "t_nodes.tsv:1: header \"id\\tlabel\\tsplit\" is not \"node\\tlabel\\tsplit\""),
+            (
+                ADJ,
+                FEAT,
+                "id\tlabel\tsplit\n0\t0\ttrain\n",
+                "t_nodes.tsv:1: header \"id\\tlabel\\tsplit\" is not \"node\\tlabel\\tsplit\"",
+            ),
             (ADJ, FEAT, "node\tlabel\tsplit\n0\t0\ttrain\n3\t0\ttest\n", "t_nodes.tsv:3: node 3 is outside 0..3"),
-            (ADJ, FEAT, "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\n", "t_nodes.tsv:3: \"1\\t0\" is not `node<TAB>label<TAB>split`"),
-            (ADJ, FEAT, "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\tdev\n", "t_nodes.tsv:3: split \"dev\" is not train, val, test or none"),
+            (
+                ADJ,
+                FEAT,
+                "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\n",
+                "t_nodes.tsv:3: \"1\\t0\" is not `node<TAB>label<TAB>split`",
+            ),
+            (
+                ADJ,
+                FEAT,
+                "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\tdev\n",
+                "t_nodes.tsv:3: split \"dev\" is not train, val, test or none",
+            ),
             (ADJ, FEAT, "node\tlabel\tsplit\n0\t3\ttrain\n", "t_nodes.tsv:2: label 3 is not below the 3 nodes"),
-            (ADJ, FEAT, "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\ttest\n0\t1\ttest\n", "t_nodes.tsv:4: node 0 is listed twice"),
+            (
+                ADJ,
+                FEAT,
+                "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\ttest\n0\t1\ttest\n",
+                "t_nodes.tsv:4: node 0 is listed twice",
+            ),
             (ADJ, FEAT, "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\ttest\n", "t_nodes.tsv:3: the file ends after 2 nodes"),
-            (ADJ, FEAT, "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\ttest\n2\t0\ttest\n2\t0\ttest\n", "t_nodes.tsv:5: more node lines than the 3 nodes"),
+            (
+                ADJ,
+                FEAT,
+                "node\tlabel\tsplit\n0\t0\ttrain\n1\t0\ttest\n2\t0\ttest\n2\t0\ttest\n",
+                "t_nodes.tsv:5: more node lines than the 3 nodes",
+            ),
             // 10^12 declared nodes, a two-line TSV: an error, no 8 TB label vector.
             (huge, huge_feat, NODES, "t_nodes.tsv:4: the file ends after 3 nodes, "),
         ];

@@ -77,7 +77,13 @@ fn check_n_m(shape: [usize; 2], n: usize, m: usize, operation: &'static str) -> 
         return Err(invalid(operation, format!("{n}:{m} is not a pattern: need 0 <= n <= m and m >= 1")));
     }
     if !shape[1].is_multiple_of(m) {
-        return Err(invalid(operation, format!("the rows of weight {shape:?} have {} elements, not a multiple of the group size m = {m}", shape[1])));
+        return Err(invalid(
+            operation,
+            format!(
+                "the rows of weight {shape:?} have {} elements, not a multiple of the group size m = {m}",
+                shape[1]
+            ),
+        ));
     }
     Ok(())
 }
@@ -151,7 +157,12 @@ pub(crate) fn csr_at_positions(weight: Tensor<2>, positions: &[usize], index_dty
     let flat: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
     let picked = Tensor::<1, Int>::from_data(TensorData::new(flat, [nnz]), (&device, DType::I64));
     let values = weight.reshape([rows * cols]).select(0, picked);
-    SparseTensor::csr(int_tensor(crow, [rows + 1], index_dtype, &device), int_tensor(col, [nnz], index_dtype, &device), values, [rows, cols])
+    SparseTensor::csr(
+        int_tensor(crow, [rows + 1], index_dtype, &device),
+        int_tensor(col, [nnz], index_dtype, &device),
+        values,
+        [rows, cols],
+    )
 }
 
 /// An empty vector with room for exactly `len` elements, or an error naming `what` when the
@@ -167,7 +178,12 @@ pub(crate) fn try_vec<T>(len: usize, what: &str, operation: &'static str) -> Res
 
 /// `(crow, col)` of the CSR pattern holding ascending row-major `positions` (all below
 /// `rows * cols`) of a `rows x cols` matrix. Errors when the index arrays cannot be allocated.
-pub(crate) fn csr_indices(positions: &[usize], rows: usize, cols: usize, operation: &'static str) -> Result<(Vec<i64>, Vec<i64>)> {
+pub(crate) fn csr_indices(
+    positions: &[usize],
+    rows: usize,
+    cols: usize,
+    operation: &'static str,
+) -> Result<(Vec<i64>, Vec<i64>)> {
     let mut crow = try_vec(rows.saturating_add(1), "the compressed row indices", operation)?;
     crow.resize(rows + 1, 0i64);
     let mut col = try_vec(positions.len(), "the column indices", operation)?;
@@ -199,6 +215,13 @@ mod tests {
         assert_eq!(csr_indices(&[1, 2, 7], 3, 3, "test"), Ok((vec![0, 2, 2, 3], vec![1, 2, 1])));
         // A row count the allocator cannot serve is an error, not an abort.
         let e = csr_indices(&[], usize::MAX / 4, 1, "test").unwrap_err();
-        assert_eq!(e.to_string(), format!("test: cannot allocate {} bytes for the compressed row indices ({} entries)", (usize::MAX / 4 + 1) as u128 * 8, usize::MAX / 4 + 1));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "test: cannot allocate {} bytes for the compressed row indices ({} entries)",
+                (usize::MAX / 4 + 1) as u128 * 8,
+                usize::MAX / 4 + 1
+            )
+        );
     }
 }

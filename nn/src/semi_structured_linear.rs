@@ -24,13 +24,15 @@
 use crate::prune::prune_2_4;
 use crate::sparse_linear::load_checked;
 use burn::config::Config;
-use burn::module::{Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::module::{
+    Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId,
+};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{Device, Int, Tensor};
 use sparsegrad_autodiff::semi_structured::linear;
-use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 use sparsegrad_backend::memo::PatternMemo;
+use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 use sparsegrad_backend::SparseError;
 use std::fmt;
 
@@ -81,7 +83,10 @@ impl SemiStructuredLinearConfig {
 
     /// [`SemiStructuredLinearConfig::init`] returning the error.
     pub fn try_init(&self, device: &Device) -> Checked<SemiStructuredLinear> {
-        let dense = LinearConfig::new(self.d_input, self.d_output).with_bias(self.bias).with_initializer(self.initializer.clone()).init(device);
+        let dense = LinearConfig::new(self.d_input, self.d_output)
+            .with_bias(self.bias)
+            .with_initializer(self.initializer.clone())
+            .init(device);
         SemiStructuredLinear::from_linear(&dense)
     }
 }
@@ -110,7 +115,11 @@ impl SemiStructuredLinear {
         let [d_output, d_input] = weight.shape();
         if let Some(b) = &bias {
             if b.dims() != [d_output] {
-                return Err(SparseError::ShapeMismatch { component: "bias", expected: vec![d_output], actual: b.dims().to_vec() });
+                return Err(SparseError::ShapeMismatch {
+                    component: "bias",
+                    expected: vec![d_output],
+                    actual: b.dims().to_vec(),
+                });
             }
         }
         Ok(Self {
@@ -140,7 +149,13 @@ impl SemiStructuredLinear {
     /// values not `[d_output, d_input / 2]` floats, metadata not `[d_output, ceil(d_input / 16)]`,
     /// or a metadata word whose slots are not a 2:4 group (or with bits past the last group).
     pub fn try_weight(&self) -> Checked<SemiStructuredTensor> {
-        SemiStructuredTensor::from_parts_with_memo(self.values.val(), self.metadata.val(), self.d_input, SemiPattern::TwoFour, &self.memo)
+        SemiStructuredTensor::from_parts_with_memo(
+            self.values.val(),
+            self.metadata.val(),
+            self.d_input,
+            SemiPattern::TwoFour,
+            &self.memo,
+        )
     }
 
     /// Checks the layer: its parts make a valid weight ([`SemiStructuredLinear::try_weight`])
@@ -150,7 +165,11 @@ impl SemiStructuredLinear {
         if let Some(b) = &self.bias {
             let dims = b.val().dims();
             if dims != [self.d_output()] {
-                return Err(SparseError::ShapeMismatch { component: "bias", expected: vec![self.d_output()], actual: dims.to_vec() });
+                return Err(SparseError::ShapeMismatch {
+                    component: "bias",
+                    expected: vec![self.d_output()],
+                    actual: dims.to_vec(),
+                });
             }
         }
         Ok(())
@@ -205,11 +224,23 @@ impl Module for SemiStructuredLinear {
     }
 
     fn train(self) -> Self {
-        Self { values: Module::train(self.values), metadata: Module::train(self.metadata), bias: Module::train(self.bias), d_input: self.d_input, memo: PatternMemo::new() }
+        Self {
+            values: Module::train(self.values),
+            metadata: Module::train(self.metadata),
+            bias: Module::train(self.bias),
+            d_input: self.d_input,
+            memo: PatternMemo::new(),
+        }
     }
 
     fn valid(&self) -> Self {
-        Self { values: Module::valid(&self.values), metadata: Module::valid(&self.metadata), bias: Module::valid(&self.bias), d_input: self.d_input, memo: PatternMemo::new() }
+        Self {
+            values: Module::valid(&self.values),
+            metadata: Module::valid(&self.metadata),
+            bias: Module::valid(&self.bias),
+            d_input: self.d_input,
+            memo: PatternMemo::new(),
+        }
     }
 
     fn materialize(self) -> Self {

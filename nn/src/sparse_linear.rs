@@ -28,13 +28,15 @@
 
 use crate::prune::{csr_at_positions, csr_indices, kept_count, magnitudes, top_k_positions, try_vec};
 use burn::config::Config;
-use burn::module::{Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::module::{
+    Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId,
+};
 use burn::nn::{Initializer, Linear};
 use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Distribution, Int, Tensor};
 use sparsegrad_autodiff::matmul::mm;
-use sparsegrad_backend::util::{int_tensor, reshape, reshape_int};
 use sparsegrad_backend::memo::PatternMemo;
+use sparsegrad_backend::util::{int_tensor, reshape, reshape_int};
 use sparsegrad_backend::{Layout, SparseError, SparseTensor};
 use std::collections::HashSet;
 use std::fmt;
@@ -142,7 +144,10 @@ impl Stream {
 /// already; every step adds one element, `k` draws and a set of `k` entries in all.
 fn floyd(n: usize, k: usize, rng: &mut Stream, operation: &'static str) -> Checked<Vec<usize>> {
     let mut chosen = HashSet::new();
-    chosen.try_reserve(k).map_err(|_| SparseError::InvalidArgument { operation, message: format!("cannot allocate a set of {k} positions") })?;
+    chosen.try_reserve(k).map_err(|_| SparseError::InvalidArgument {
+        operation,
+        message: format!("cannot allocate a set of {k} positions"),
+    })?;
     let mut out = try_vec(k, "the positions of the entries", operation)?;
     for j in n - k..n {
         let t = rng.below(j as u64 + 1) as usize;
@@ -216,7 +221,11 @@ impl SparseLinearConfig {
     pub fn init_with_pattern(&self, pattern: &SparseTensor<2>, device: &Device) -> Checked<SparseLinear> {
         let expected = [self.d_output, self.d_input];
         if pattern.shape() != expected {
-            return Err(SparseError::ShapeMismatch { component: "pattern", expected: expected.to_vec(), actual: pattern.shape().to_vec() });
+            return Err(SparseError::ShapeMismatch {
+                component: "pattern",
+                expected: expected.to_vec(),
+                actual: pattern.shape().to_vec(),
+            });
         }
         let (crow, col, _) = csr_parts(pattern, "SparseLinearConfig::init_with_pattern")?;
         let read = |t: Tensor<1, Int>| t.into_data().iter::<i64>().collect::<Vec<_>>();
@@ -240,9 +249,15 @@ impl SparseLinearConfig {
 
 /// `(crow [rows + 1], col [nnz], values [nnz])` of a 2-D sparse tensor without dense dims, in
 /// CSR (other layouts converted; the values keep their autodiff graph).
-fn csr_parts(weight: &SparseTensor<2>, operation: &'static str) -> Checked<(Tensor<1, Int>, Tensor<1, Int>, Tensor<1>)> {
+fn csr_parts(
+    weight: &SparseTensor<2>,
+    operation: &'static str,
+) -> Checked<(Tensor<1, Int>, Tensor<1, Int>, Tensor<1>)> {
     if weight.dense_dim() > 0 {
-        return Err(SparseError::InvalidArgument { operation, message: format!("the weight has {} dense dims; its values must be scalars", weight.dense_dim()) });
+        return Err(SparseError::InvalidArgument {
+            operation,
+            message: format!("the weight has {} dense dims; its values must be scalars", weight.dense_dim()),
+        });
     }
     let csr = match weight.layout() {
         Layout::Csr => weight.clone(),
@@ -262,7 +277,11 @@ impl SparseLinear {
         let [d_output, d_input] = weight.shape();
         if let Some(b) = &bias {
             if b.dims() != [d_output] {
-                return Err(SparseError::ShapeMismatch { component: "bias", expected: vec![d_output], actual: b.dims().to_vec() });
+                return Err(SparseError::ShapeMismatch {
+                    component: "bias",
+                    expected: vec![d_output],
+                    actual: b.dims().to_vec(),
+                });
             }
         }
         Ok(Self {
@@ -321,7 +340,13 @@ impl SparseLinear {
         if !values.dtype().is_float() {
             return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{:?}", values.dtype()) });
         }
-        SparseTensor::csr_with_memo(self.crow.val(), self.col.val(), values, [self.d_output(), self.d_input], &self.memo)
+        SparseTensor::csr_with_memo(
+            self.crow.val(),
+            self.col.val(),
+            values,
+            [self.d_output(), self.d_input],
+            &self.memo,
+        )
     }
 
     /// Checks the layer: its parts make a valid weight ([`SparseLinear::try_weight`]) and the
@@ -331,7 +356,11 @@ impl SparseLinear {
         if let Some(b) = &self.bias {
             let dims = b.val().dims();
             if dims != [self.d_output()] {
-                return Err(SparseError::ShapeMismatch { component: "bias", expected: vec![self.d_output()], actual: dims.to_vec() });
+                return Err(SparseError::ShapeMismatch {
+                    component: "bias",
+                    expected: vec![self.d_output()],
+                    actual: dims.to_vec(),
+                });
             }
         }
         Ok(())
@@ -345,7 +374,10 @@ impl SparseLinear {
         {
             t.dims()[0] * t.dtype().size()
         }
-        bytes(self.crow.val()) + bytes(self.col.val()) + bytes(self.values.val()) + self.bias.as_ref().map_or(0, |b| bytes(b.val()))
+        bytes(self.crow.val())
+            + bytes(self.col.val())
+            + bytes(self.values.val())
+            + self.bias.as_ref().map_or(0, |b| bytes(b.val()))
     }
 
     /// `x Wᵀ + b` for `input [..., d_input]`, giving `[..., d_output]`. Panics when the last
@@ -508,9 +540,15 @@ impl fmt::Display for SparseLinear {
 /// `module` with `record` applied by burn's own loading, then `check`ed: the body of a layer's
 /// `try_load_record` override. Burn applies a record through `map`; [`Unchecked`] forwards it
 /// to the layer without a path component of its own, so the record's paths are the layer's.
-pub(crate) fn load_checked<M: Module>(module: M, record: ModuleRecord, name: &str, check: impl FnOnce(&M) -> Checked<()>) -> Result<M, RecordError> {
+pub(crate) fn load_checked<M: Module>(
+    module: M,
+    record: ModuleRecord,
+    name: &str,
+    check: impl FnOnce(&M) -> Checked<()>,
+) -> Result<M, RecordError> {
     let loaded = Unchecked(module).try_load_record(record)?.0;
-    check(&loaded).map_err(|e| RecordError::Validation(format!("{name}: the record does not make a valid layer: {e}")))?;
+    check(&loaded)
+        .map_err(|e| RecordError::Validation(format!("{name}: the record does not make a valid layer: {e}")))?;
     Ok(loaded)
 }
 

@@ -91,7 +91,11 @@ pub fn assert_close(actual: &[f64], expected: &[f64], tol: f64, what: &str) {
 
 /// Tolerance for a dtype: f32 results are compared at f32 precision.
 pub fn tol(dtype: DType) -> f64 {
-    if dtype == DType::F32 { 1e-5 } else { 1e-12 }
+    if dtype == DType::F32 {
+        1e-5
+    } else {
+        1e-12
+    }
 }
 
 /// Element-wise `|a - e| <= tol * (1 + |e|)` for results that must be finite: unlike
@@ -143,7 +147,11 @@ impl Rng {
     /// and far enough from zero that a gradcheck perturbation never changes the pattern.
     pub fn value(&mut self) -> f64 {
         let v = 0.5 + 1.5 * self.unit();
-        if self.next() & 1 == 0 { v } else { -v }
+        if self.next() & 1 == 0 {
+            v
+        } else {
+            -v
+        }
     }
 
     pub fn values(&mut self, n: usize) -> Vec<f64> {
@@ -153,7 +161,11 @@ impl Rng {
     /// A non-zero small integer in ±[1, 5]: sums of them stay exact in f32.
     pub fn nonzero(&mut self) -> f32 {
         let v = (1 + self.below(5)) as f32;
-        if self.next() & 1 == 0 { v } else { -v }
+        if self.next() & 1 == 0 {
+            v
+        } else {
+            -v
+        }
     }
 }
 
@@ -165,7 +177,11 @@ pub fn sparse_data(n: usize, density: f64, lo: f64, hi: f64, rng: &mut Rng) -> V
                 return 0.0;
             }
             let v = rng.range(lo, hi);
-            if rng.next() & 1 == 0 { v } else { -v }
+            if rng.next() & 1 == 0 {
+                v
+            } else {
+                -v
+            }
         })
         .collect()
 }
@@ -191,7 +207,8 @@ pub fn uncoalesced<const D: usize, const V: usize>(s: &SparseTensor<D>) -> Spars
     let mut vshape = s.values_shape();
     vshape[0] = 2 * n;
     let device = s.device();
-    let values = Tensor::<V>::from_data(TensorData::new(new_vals, vshape).convert_dtype(s.dtype()), (&device, s.dtype()));
+    let values =
+        Tensor::<V>::from_data(TensorData::new(new_vals, vshape).convert_dtype(s.dtype()), (&device, s.dtype()));
     let u = SparseTensor::coo(int_on(&new_idx, [sd, 2 * n], &device), values, s.shape()).unwrap();
     assert!(n < 1 || !u.is_coalesced());
     u
@@ -238,7 +255,12 @@ pub fn rebuild<const D: usize>(s: &SparseTensor<D>, v: &Tensor<1>) -> SparseTens
 }
 
 /// gradcheck of `x -> f(x)` over the stored values of `s` (a template on the autodiff device).
-pub fn check_sparse_grad<const D: usize, const E: usize>(s: &SparseTensor<D>, name: &str, options: GradcheckOptions, f: impl Fn(SparseTensor<D>) -> Tensor<E>) {
+pub fn check_sparse_grad<const D: usize, const E: usize>(
+    s: &SparseTensor<D>,
+    name: &str,
+    options: GradcheckOptions,
+    f: impl Fn(SparseTensor<D>) -> Tensor<E>,
+) {
     let input = GradInput::sparse(name, s);
     let n = input.values.len();
     let report = gradcheck(|v| flat(f(rebuild(s, &v[0]))), &[input], options).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -246,7 +268,11 @@ pub fn check_sparse_grad<const D: usize, const E: usize>(s: &SparseTensor<D>, na
 }
 
 /// `s` moved to the autodiff device with f64 values (a gradcheck template).
-pub fn on_ad<const D: usize>(dense_data: &[f64], shape: [usize; D], to: impl Fn(Tensor<D>) -> SparseTensor<D>) -> SparseTensor<D> {
+pub fn on_ad<const D: usize>(
+    dense_data: &[f64],
+    shape: [usize; D],
+    to: impl Fn(Tensor<D>) -> SparseTensor<D>,
+) -> SparseTensor<D> {
     to(dense_on(dense_data, shape, DType::F64, &ad()))
 }
 
@@ -302,7 +328,12 @@ pub fn halves_reversed<const D: usize, const V: usize>(s: &SparseTensor<D>) -> S
 /// The non-zeros of the dense host tensor `data` of `shape` as uncoalesced COO: each entry
 /// split into `extra(rng)` random parts plus the remainder (so the duplicates sum to it), all
 /// shuffled. Returns the `[D, n]` indices and the `n` values.
-pub fn split_entries<const D: usize>(data: &[f64], shape: [usize; D], extra: impl Fn(&mut Rng) -> usize, rng: &mut Rng) -> (Vec<i64>, Vec<f64>) {
+pub fn split_entries<const D: usize>(
+    data: &[f64],
+    shape: [usize; D],
+    extra: impl Fn(&mut Rng) -> usize,
+    rng: &mut Rng,
+) -> (Vec<i64>, Vec<f64>) {
     let (mut tuples, mut vals) = (vec![], vec![]);
     for (lin, &v) in data.iter().enumerate() {
         if v == 0.0 {
@@ -335,7 +366,14 @@ pub fn split_entries<const D: usize>(data: &[f64], shape: [usize; D], extra: imp
 
 /// A `rows x cols` matrix with about `density` of its entries non-zero, rows `empty_rows` and
 /// columns `empty_cols` all zero.
-pub fn matrix(rows: usize, cols: usize, density: f64, empty_rows: &[usize], empty_cols: &[usize], rng: &mut Rng) -> Vec<f64> {
+pub fn matrix(
+    rows: usize,
+    cols: usize,
+    density: f64,
+    empty_rows: &[usize],
+    empty_cols: &[usize],
+    rng: &mut Rng,
+) -> Vec<f64> {
     let mut a = vec![0.0; rows * cols];
     for r in 0..rows {
         for c in 0..cols {
@@ -349,7 +387,15 @@ pub fn matrix(rows: usize, cols: usize, density: f64, empty_rows: &[usize], empt
 
 /// `[batch, rows, cols]` with `per_batch` full `block`s in every batch entry (equal counts, as
 /// batched compressed tensors need), none in block row `skip.1` of batch entry `skip.0`.
-pub fn batched(batch: usize, rows: usize, cols: usize, block: [usize; 2], per_batch: usize, skip: (usize, usize), rng: &mut Rng) -> Vec<f64> {
+pub fn batched(
+    batch: usize,
+    rows: usize,
+    cols: usize,
+    block: [usize; 2],
+    per_batch: usize,
+    skip: (usize, usize),
+    rng: &mut Rng,
+) -> Vec<f64> {
     let (gr, gc) = (rows / block[0], cols / block[1]);
     let mut data = vec![0.0; batch * rows * cols];
     for b in 0..batch {

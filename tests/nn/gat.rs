@@ -41,7 +41,16 @@ fn layer(config: &GatConvConfig, w: Tensor<2>, src: Tensor<2>, dst: Tensor<2>, d
 }
 
 #[allow(clippy::too_many_arguments)] // the layer's parts, one argument each
-fn dense_reference(g: &Planetoid, x: &[f64], w: &[f64], src: &[f64], dst: &[f64], d_in: usize, f: usize, heads: usize) -> Vec<f64> {
+fn dense_reference(
+    g: &Planetoid,
+    x: &[f64],
+    w: &[f64],
+    src: &[f64],
+    dst: &[f64],
+    d_in: usize,
+    f: usize,
+    heads: usize,
+) -> Vec<f64> {
     let n = g.nodes;
     let mut adj = vec![false; n * n];
     for i in 0..n {
@@ -52,12 +61,26 @@ fn dense_reference(g: &Planetoid, x: &[f64], w: &[f64], src: &[f64], dst: &[f64]
         adj[v * n + u] = true;
     }
     let width = heads * f;
-    let wh: Vec<f64> = (0..n * width).map(|k| (0..d_in).map(|p| x[(k / width) * d_in + p] * w[p * width + k % width]).sum()).collect();
+    let wh: Vec<f64> =
+        (0..n * width).map(|k| (0..d_in).map(|p| x[(k / width) * d_in + p] * w[p * width + k % width]).sum()).collect();
     let mut out = vec![0.0; n * width];
     for h in 0..heads {
         let score = |i: usize, a: &[f64]| (0..f).map(|t| wh[i * width + h * f + t] * a[h * f + t]).sum::<f64>();
         for i in 0..n {
-            let e: Vec<f64> = (0..n).map(|j| if adj[i * n + j] { let s = score(i, dst) + score(j, src); if s > 0.0 { s } else { 0.2 * s } } else { f64::NEG_INFINITY }).collect();
+            let e: Vec<f64> = (0..n)
+                .map(|j| {
+                    if adj[i * n + j] {
+                        let s = score(i, dst) + score(j, src);
+                        if s > 0.0 {
+                            s
+                        } else {
+                            0.2 * s
+                        }
+                    } else {
+                        f64::NEG_INFINITY
+                    }
+                })
+                .collect();
             let m = e.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let z: f64 = e.iter().map(|v| (v - m).exp()).sum();
             for j in 0..n {
@@ -83,13 +106,19 @@ fn params(d_in: usize, f: usize, heads: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>,
 #[test]
 fn forward_matches_dense_attention() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let g = karate();
     let adj = pattern_f64(&g, &device);
     let (d_in, f, heads) = (5, 3, 2);
     let (x, w, src, dst) = params(d_in, f, heads);
     let config = GatConvConfig::new(d_in, f).with_heads(heads);
-    let l = layer(&config, f64s(w.clone(), [d_in, heads * f], &device), f64s(src.clone(), [heads, f], &device), f64s(dst.clone(), [heads, f], &device), &device);
+    let l = layer(
+        &config,
+        f64s(w.clone(), [d_in, heads * f], &device),
+        f64s(src.clone(), [heads, f], &device),
+        f64s(dst.clone(), [heads, f], &device),
+        &device,
+    );
     let xt = f64s(x.clone(), [34, d_in], &device);
     let got = values(l.forward(&adj, xt.clone(), None));
     let expected = dense_reference(&g, &x, &w, &src, &dst, d_in, f, heads);
@@ -101,7 +130,13 @@ let device = Device::flex();
         assert!((a - e).abs() < 1e-9, "{a} vs {e}");
     }
     // Averaged heads: the mean of the two head blocks.
-    let mean_layer = layer(&config.clone().with_concat(false), f64s(w, [d_in, heads * f], &device), f64s(src, [heads, f], &device), f64s(dst, [heads, f], &device), &device);
+    let mean_layer = layer(
+        &config.clone().with_concat(false),
+        f64s(w, [d_in, heads * f], &device),
+        f64s(src, [heads, f], &device),
+        f64s(dst, [heads, f], &device),
+        &device,
+    );
     let got_mean = values(mean_layer.forward(&adj, f64s(x, [34, d_in], &device), None));
     for i in 0..34 {
         for t in 0..f {
@@ -114,7 +149,7 @@ let device = Device::flex();
 #[test]
 fn gradcheck_weight_attention_and_features() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let g = karate();
     let adj = pattern_f64(&g, &device);
     let (d_in, f, heads) = (3, 2, 2);
@@ -130,7 +165,13 @@ let device = Device::flex();
         |v| {
             let dev = v[0].device();
             let adj = adj.with_values(adj.values_flat().to_device(&dev));
-            let l = layer(&config, v[0].clone().reshape([d_in, heads * f]), v[1].clone().reshape([heads, f]), v[2].clone().reshape([heads, f]), &dev);
+            let l = layer(
+                &config,
+                v[0].clone().reshape([d_in, heads * f]),
+                v[1].clone().reshape([heads, f]),
+                v[2].clone().reshape([heads, f]),
+                &dev,
+            );
             l.forward(&adj, v[3].clone().reshape([34, d_in]), None).tanh().reshape([34 * heads * f])
         },
         &inputs,
@@ -149,14 +190,20 @@ struct TwoLayer {
 #[test]
 fn short_training_fits_every_node() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex().autodiff();
+    let device = Device::flex().autodiff();
     device.seed(3);
     let g = karate();
     let adj = adjacency_with_self_loops(&g.edges, g.nodes, &device).unwrap();
     let eye: Vec<f32> = (0..34 * 34).map(|k| if k / 34 == k % 34 { 1.0 } else { 0.0 }).collect();
     let x = Tensor::<2>::from_data(TensorData::new(eye, [34, 34]), &device).to_sparse_csr().unwrap();
-    let labels = Tensor::<1, Int>::from_data(TensorData::new(g.labels.iter().map(|&l| l as i64).collect::<Vec<_>>(), [34]), &device);
-    let mut model = TwoLayer { l0: GatConvConfig::new(34, 4).with_heads(2).init(&device), l1: GatConvConfig::new(8, 2).with_concat(false).init(&device) };
+    let labels = Tensor::<1, Int>::from_data(
+        TensorData::new(g.labels.iter().map(|&l| l as i64).collect::<Vec<_>>(), [34]),
+        &device,
+    );
+    let mut model = TwoLayer {
+        l0: GatConvConfig::new(34, 4).with_heads(2).init(&device),
+        l1: GatConvConfig::new(8, 2).with_concat(false).init(&device),
+    };
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
     let forward = |m: &TwoLayer| m.l1.forward(&adj, activation::elu(m.l0.forward_sparse(&adj, &x, None), 1.0), None);

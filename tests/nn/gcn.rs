@@ -46,7 +46,7 @@ fn features(n: usize, d: usize, device: &Device) -> Tensor<2> {
 #[test]
 fn karate_graph_loads() {
     let _serial = crate::common_ops::serial();
-let g = karate();
+    let g = karate();
     assert_eq!((g.nodes, g.edges.len(), g.num_classes), (34, 78, 2));
     assert_eq!(g.labels.iter().filter(|&&l| l == 1).count(), 17);
     assert_eq!((g.labels[0], g.labels[33]), (0, 1));
@@ -55,17 +55,21 @@ let g = karate();
 #[test]
 fn forward_matches_dense_formula() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let g = karate();
     let adj = as_f64(&gcn_norm(&g.edges, g.nodes, &device).unwrap(), &device);
     assert_eq!(adj.nnz(), 2 * 78 + 34);
     let layer = GcnConvConfig::new(5, 3).with_bias(true).init(&device);
     let w = f64s((0..15).map(|i| i as f64 / 7.0 - 1.0).collect(), [5, 3], &device);
     let b = Tensor::<1>::from_data(TensorData::new(vec![0.5f64, -1.0, 2.0], [3]), (&device, DType::F64));
-    let layer = GcnConv { weight: Param::from_tensor(w.clone()), bias: layer.bias.map(|_| Param::from_tensor(b.clone())) };
+    let layer =
+        GcnConv { weight: Param::from_tensor(w.clone()), bias: layer.bias.map(|_| Param::from_tensor(b.clone())) };
     let x = features(34, 5, &device);
     let got = layer.forward(&adj, x.clone()).into_data().iter::<f64>().collect::<Vec<_>>();
-    let expected = (f64s(dense_norm(&g), [34, 34], &device).matmul(x.clone().matmul(w)) + b.unsqueeze::<2>()).into_data().iter::<f64>().collect::<Vec<_>>();
+    let expected = (f64s(dense_norm(&g), [34, 34], &device).matmul(x.clone().matmul(w)) + b.unsqueeze::<2>())
+        .into_data()
+        .iter::<f64>()
+        .collect::<Vec<_>>();
     // gcn_norm stores f32 values: agreement to f32 precision.
     for (a, e) in got.iter().zip(&expected) {
         assert!((a - e).abs() < 1e-6 * e.abs().max(1.0), "{a} vs {e}");
@@ -81,7 +85,7 @@ let device = Device::flex();
 #[test]
 fn gradcheck_layer_weight_and_features() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let g = karate();
     let adj = as_f64(&gcn_norm(&g.edges, g.nodes, &device).unwrap(), &device);
     let w = f64s((0..8).map(|i| (i as f64 - 3.5) / 4.0).collect(), [4, 2], &device);
@@ -90,7 +94,8 @@ let device = Device::flex();
         |v| {
             let adj = adj.with_values(adj.values_flat().to_device(&v[0].device()));
             // `Param::initialized` keeps the tensor as given: it stays a node of gradcheck's graph.
-            let layer = GcnConv { weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])), bias: None };
+            let layer =
+                GcnConv { weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])), bias: None };
             layer.forward(&adj, v[1].clone().reshape([34, 4])).tanh().reshape([68])
         },
         &[GradInput::dense("weight", &w), GradInput::dense("features", &x)],
@@ -105,7 +110,8 @@ let device = Device::flex();
             let adj = adj.with_values(adj.values_flat().to_device(&v[0].device()));
             let xs = xs.with_values(v[1].clone().reshape([xs.nnz(), 1]));
             // `Param::initialized` keeps the tensor as given: it stays a node of gradcheck's graph.
-            let layer = GcnConv { weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])), bias: None };
+            let layer =
+                GcnConv { weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])), bias: None };
             layer.forward_sparse(&adj, &xs).tanh().reshape([68])
         },
         &[GradInput::dense("weight", &w), GradInput::sparse("features", &xs)],
@@ -124,14 +130,20 @@ struct TwoLayer {
 #[test]
 fn short_training_fits_every_node() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex().autodiff();
+    let device = Device::flex().autodiff();
     device.seed(7);
     let g = karate();
     let adj = gcn_norm(&g.edges, g.nodes, &device).unwrap();
     let eye: Vec<f32> = (0..34 * 34).map(|k| if k / 34 == k % 34 { 1.0 } else { 0.0 }).collect();
     let x = Tensor::<2>::from_data(TensorData::new(eye, [34, 34]), &device).to_sparse_csr().unwrap();
-    let labels = Tensor::<1, Int>::from_data(TensorData::new(g.labels.iter().map(|&l| l as i64).collect::<Vec<_>>(), [34]), &device);
-    let mut model = TwoLayer { l0: GcnConvConfig::new(34, 16).with_bias(true).init(&device), l1: GcnConvConfig::new(16, 2).with_bias(true).init(&device) };
+    let labels = Tensor::<1, Int>::from_data(
+        TensorData::new(g.labels.iter().map(|&l| l as i64).collect::<Vec<_>>(), [34]),
+        &device,
+    );
+    let mut model = TwoLayer {
+        l0: GcnConvConfig::new(34, 16).with_bias(true).init(&device),
+        l1: GcnConvConfig::new(16, 2).with_bias(true).init(&device),
+    };
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
     let mut first = None;
@@ -152,7 +164,7 @@ let device = Device::flex().autodiff();
 #[test]
 fn cora_planetoid_split_loads() {
     let _serial = crate::common_ops::serial();
-let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
+    let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
     assert_eq!((g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes), (2708, 5278, 1433, 49216, 7));
     assert_eq!((g.train.len(), g.val.len(), g.test.len()), (140, 500, 1000));
     // Planetoid: train = nodes 0..140, 20 per class; val = 140..640.

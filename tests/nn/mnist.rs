@@ -7,7 +7,7 @@ use sparsegrad::nn::Mnist;
 #[test]
 fn mnist_loads_with_known_labels_counts_and_pixels() {
     let _serial = crate::common_ops::serial();
-let m = Mnist::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/mnist")).expect("data/mnist");
+    let m = Mnist::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/mnist")).expect("data/mnist");
     assert_eq!((m.train.len(), m.test.len()), (60_000, 10_000));
     assert_eq!((m.train.rows, m.train.cols, m.test.pixels_per_image()), (28, 28, 784));
     assert_eq!(m.train.labels[..5], [5, 0, 4, 1, 9]);

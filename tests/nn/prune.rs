@@ -3,7 +3,9 @@
 //! kept entries are the largest, the CSR form holds the same entries).
 
 use burn::tensor::{Device, Tensor, TensorData};
-use sparsegrad::nn::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m, MaskRng};
+use sparsegrad::nn::{
+    density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m, MaskRng,
+};
 use sparsegrad::prelude::*;
 
 fn t(v: Vec<f32>, shape: [usize; 2]) -> Tensor<2> {
@@ -22,7 +24,11 @@ fn weights(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
             let u = rng.next_unit();
             // Quantised to 1/64 so equal magnitudes (and ties of opposite sign) occur.
             let q = ((u * 128.0).floor() - 64.0) / 64.0;
-            if q == 0.0 { 0.5 } else { q as f32 }
+            if q == 0.0 {
+                0.5
+            } else {
+                q as f32
+            }
         })
         .collect()
 }
@@ -30,11 +36,17 @@ fn weights(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
 #[test]
 fn two_four_hand_example() {
     let _serial = crate::common_ops::serial();
-// Second group: |4| three times; the two earliest positions win the tie.
+    // Second group: |4| three times; the two earliest positions win the tie.
     let w = t(vec![1.0, -3.0, 2.0, 0.5, 4.0, 4.0, -4.0, 1.0, 0.0, 0.0, 0.0, 7.0, -1.0, 2.0, -3.0, 0.25], [2, 8]);
-    assert_eq!(vals(prune_2_4(w.clone()).unwrap()), vec![0.0, -3.0, 2.0, 0.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0, 0.0, 2.0, -3.0, 0.0]);
+    assert_eq!(
+        vals(prune_2_4(w.clone()).unwrap()),
+        vec![0.0, -3.0, 2.0, 0.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0, 0.0, 2.0, -3.0, 0.0]
+    );
     let mask = n_m_mask(&w, 2, 4).unwrap().into_data().try_to_vec::<bool>().unwrap();
-    assert_eq!(mask, vec![false, true, true, false, true, true, false, false, true, false, false, true, false, true, true, false]);
+    assert_eq!(
+        mask,
+        vec![false, true, true, false, true, true, false, false, true, false, false, true, false, true, true, false]
+    );
     // 1:2 (the f32 semi-structured pattern) and 3:4.
     assert_eq!(vals(prune_n_m(w.clone(), 1, 2).unwrap())[..8], [0.0, -3.0, 2.0, 0.0, 4.0, 0.0, -4.0, 0.0]);
     assert_eq!(vals(prune_n_m(w.clone(), 3, 4).unwrap())[..8], [1.0, -3.0, 2.0, 0.0, 4.0, 4.0, -4.0, 0.0]);
@@ -45,7 +57,7 @@ fn two_four_hand_example() {
 #[test]
 fn n_m_rejects_bad_patterns_and_shapes() {
     let _serial = crate::common_ops::serial();
-let w = t(vec![1.0; 12], [2, 6]);
+    let w = t(vec![1.0; 12], [2, 6]);
     let e = prune_2_4(w.clone()).unwrap_err();
     assert!(matches!(e, SparseError::InvalidArgument { operation: "prune_n_m", .. }), "{e}");
     assert!(e.to_string().contains("[2, 6]") && e.to_string().contains("m = 4"), "{e}");
@@ -61,13 +73,14 @@ let w = t(vec![1.0; 12], [2, 6]);
 #[test]
 fn n_m_keeps_exactly_n_largest_per_group() {
     let _serial = crate::common_ops::serial();
-for (k, &(n, m)) in [(2, 4), (1, 2), (1, 4), (3, 8), (4, 4)].iter().enumerate() {
+    for (k, &(n, m)) in [(2, 4), (1, 2), (1, 4), (3, 8), (4, 4)].iter().enumerate() {
         let (rows, cols) = (5, 8 * m);
         let w = weights(rows, cols, k as u64);
         let pruned = vals(prune_n_m(t(w.clone(), [rows, cols]), n, m).unwrap());
         for (g, (orig, kept)) in w.chunks(m).zip(pruned.chunks(m)).enumerate() {
             assert_eq!(kept.iter().filter(|v| **v != 0.0).count(), n, "{n}:{m} group {g}: {kept:?}");
-            let max_dropped = orig.iter().zip(kept).filter(|(_, k)| **k == 0.0).map(|(o, _)| o.abs()).fold(0.0f32, f32::max);
+            let max_dropped =
+                orig.iter().zip(kept).filter(|(_, k)| **k == 0.0).map(|(o, _)| o.abs()).fold(0.0f32, f32::max);
             for (o, k) in orig.iter().zip(kept).filter(|(_, k)| **k != 0.0) {
                 assert_eq!(o, k, "kept values are unchanged");
                 assert!(o.abs() >= max_dropped, "{n}:{m} group {g}: kept {o} but dropped {max_dropped}");
@@ -79,7 +92,7 @@ for (k, &(n, m)) in [(2, 4), (1, 2), (1, 4), (3, 8), (4, 4)].iter().enumerate() 
 #[test]
 fn magnitude_hand_example_and_ties() {
     let _serial = crate::common_ops::serial();
-let w = t(vec![0.1, -5.0, 3.0, 2.0, -0.2, 4.0], [2, 3]);
+    let w = t(vec![0.1, -5.0, 3.0, 2.0, -0.2, 4.0], [2, 3]);
     assert_eq!(vals(prune_magnitude(w.clone(), 0.5).unwrap()), vec![0.0, -5.0, 3.0, 0.0, 0.0, 4.0]);
     assert_eq!(vals(prune_magnitude(w.clone(), 1.0).unwrap()), vals(w.clone()));
     assert_eq!(vals(prune_magnitude(w.clone(), 0.0).unwrap()), vec![0.0; 6]);
@@ -88,13 +101,16 @@ let w = t(vec![0.1, -5.0, 3.0, 2.0, -0.2, 4.0], [2, 3]);
     // Equal magnitudes: the earliest positions are kept.
     let ties = t(vec![-1.0, 1.0, 1.0, -1.0], [2, 2]);
     assert_eq!(vals(prune_magnitude(ties.clone(), 0.5).unwrap()), vec![-1.0, 1.0, 0.0, 0.0]);
-    assert_eq!(magnitude_mask(&ties, 0.75).unwrap().into_data().try_to_vec::<bool>().unwrap(), vec![true, true, true, false]);
+    assert_eq!(
+        magnitude_mask(&ties, 0.75).unwrap().into_data().try_to_vec::<bool>().unwrap(),
+        vec![true, true, true, false]
+    );
 }
 
 #[test]
 fn magnitude_rejects_densities_outside_unit_interval() {
     let _serial = crate::common_ops::serial();
-let w = t(vec![1.0; 4], [2, 2]);
+    let w = t(vec![1.0; 4], [2, 2]);
     for d in [-0.1, 1.5, f64::NAN] {
         let e = prune_magnitude(w.clone(), d).unwrap_err();
         assert!(matches!(e, SparseError::InvalidArgument { operation: "prune_magnitude", .. }), "{e}");
@@ -107,14 +123,16 @@ let w = t(vec![1.0; 4], [2, 2]);
 #[test]
 fn magnitude_keeps_the_top_k() {
     let _serial = crate::common_ops::serial();
-let (rows, cols) = (13, 21);
+    let (rows, cols) = (13, 21);
     let w = weights(rows, cols, 99);
     for density in [0.05, 0.1, 0.37, 0.9] {
         let pruned = vals(prune_magnitude(t(w.clone(), [rows, cols]), density).unwrap());
         let k = (density * (rows * cols) as f64).round() as usize;
         assert_eq!(pruned.iter().filter(|v| **v != 0.0).count(), k);
-        let max_dropped = w.iter().zip(&pruned).filter(|(_, p)| **p == 0.0).map(|(o, _)| o.abs()).fold(0.0f32, f32::max);
-        let min_kept = w.iter().zip(&pruned).filter(|(_, p)| **p != 0.0).map(|(o, _)| o.abs()).fold(f32::INFINITY, f32::min);
+        let max_dropped =
+            w.iter().zip(&pruned).filter(|(_, p)| **p == 0.0).map(|(o, _)| o.abs()).fold(0.0f32, f32::max);
+        let min_kept =
+            w.iter().zip(&pruned).filter(|(_, p)| **p != 0.0).map(|(o, _)| o.abs()).fold(f32::INFINITY, f32::min);
         assert!(min_kept >= max_dropped, "density {density}: kept {min_kept} < dropped {max_dropped}");
         // The CSR form stores the same entries, in row order.
         let csr = prune_magnitude_csr(&t(w.clone(), [rows, cols]), density).unwrap();
@@ -126,7 +144,7 @@ let (rows, cols) = (13, 21);
 #[test]
 fn magnitude_csr_counts_kept_zeros() {
     let _serial = crate::common_ops::serial();
-// Half of four zeros: two stored zeros at the first positions, so nnz depends only on the
+    // Half of four zeros: two stored zeros at the first positions, so nnz depends only on the
     // shape and the density.
     let csr = prune_magnitude_csr(&t(vec![0.0; 4], [2, 2]), 0.5).unwrap();
     assert_eq!(csr.nnz(), 2);
@@ -141,11 +159,18 @@ fn magnitude_csr_counts_kept_zeros() {
 #[test]
 fn pruned_weights_get_gradients_at_kept_entries_only() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex().autodiff();
-    let w = Tensor::<2>::from_data(TensorData::new(vec![0.1f32, -5.0, 3.0, 2.0, -0.2, 4.0, 1.0, 1.5], [2, 4]), &device).require_grad();
+    let device = Device::flex().autodiff();
+    let w = Tensor::<2>::from_data(TensorData::new(vec![0.1f32, -5.0, 3.0, 2.0, -0.2, 4.0, 1.0, 1.5], [2, 4]), &device)
+        .require_grad();
     let g = prune_2_4(w.clone()).unwrap().sum().backward();
-    assert_eq!(w.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(), vec![0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0]);
+    assert_eq!(
+        w.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(),
+        vec![0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0]
+    );
     let csr = prune_magnitude_csr(&w, 0.25).unwrap();
     let g = csr.values::<1>().unwrap().sum().backward();
-    assert_eq!(w.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(), vec![0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
+    assert_eq!(
+        w.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(),
+        vec![0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    );
 }

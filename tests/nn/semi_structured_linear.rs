@@ -11,10 +11,10 @@ use burn::nn::LinearConfig;
 use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use common_ops::{assert_close_f32, f32s, input, train, Net};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_2_4, SemiStructuredLinear, SemiStructuredLinearConfig};
 use sparsegrad::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 fn words(l: &SemiStructuredLinear) -> Vec<i64> {
     l.metadata.val().into_data().iter::<i64>().collect()
@@ -35,7 +35,7 @@ fn assert_groups_at_most(w: Tensor<2>, limit: usize) {
 #[test]
 fn from_linear_is_the_pruned_dense_layer() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     // 300 inputs: a partial metadata word (300 = 18 * 16 + 12).
     let dense = LinearConfig::new(300, 7).init(&device);
     let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
@@ -58,7 +58,7 @@ let device = Device::flex();
 #[test]
 fn errors_name_the_problem() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let err = SemiStructuredLinearConfig::new(6, 3).try_init(&device).unwrap_err();
     assert!(err.to_string().contains("not a multiple of the group size m = 4"), "{err}");
     let layer = SemiStructuredLinearConfig::new(8, 3).init(&device);
@@ -73,7 +73,7 @@ let device = Device::flex();
 #[test]
 fn gradcheck_values_bias_and_input() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let dense = LinearConfig::new(8, 3).init(&device);
     let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
     let values: Vec<f64> = layer.values.val().into_data().iter::<f64>().collect();
@@ -82,7 +82,13 @@ let device = Device::flex();
     let metadata = layer.metadata.val();
     let f = |t: &[Tensor<1>]| -> Tensor<1> {
         let ad = t[0].device();
-        let w = SemiStructuredTensor::from_parts(t[0].clone().reshape([3, 4]), Tensor::from_data(metadata.to_data(), (&ad, DType::I16)), 8, SemiPattern::TwoFour).unwrap();
+        let w = SemiStructuredTensor::from_parts(
+            t[0].clone().reshape([3, 4]),
+            Tensor::from_data(metadata.to_data(), (&ad, DType::I16)),
+            8,
+            SemiPattern::TwoFour,
+        )
+        .unwrap();
         let y = sparsegrad::sparse::semi_structured::linear(t[2].clone().reshape([4, 8]), &w, Some(t[1].clone()));
         y.reshape([12])
     };
@@ -98,9 +104,12 @@ let device = Device::flex();
 #[test]
 fn adam_training_stays_two_four_and_lowers_the_loss() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex().autodiff();
+    let device = Device::flex().autodiff();
     device.seed(5);
-    let init = || Net { l0: SemiStructuredLinearConfig::new(20, 16).init(&device), l1: SemiStructuredLinearConfig::new(16, 4).init(&device) };
+    let init = || Net {
+        l0: SemiStructuredLinearConfig::new(20, 16).init(&device),
+        l1: SemiStructuredLinearConfig::new(16, 4).init(&device),
+    };
     let model = init();
     let teacher = init();
     let x = input(32, 20, &device);
@@ -118,7 +127,7 @@ let device = Device::flex().autodiff();
 #[test]
 fn record_round_trip_restores_metadata_values_and_outputs() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let config = SemiStructuredLinearConfig::new(40, 6);
     device.seed(1);
     let layer = config.init(&device);
@@ -165,7 +174,11 @@ fn record_of(layer: &SemiStructuredLinear) -> ModuleRecord {
 
 fn panic_text(f: impl FnOnce()) -> String {
     let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("it panics");
-    payload.downcast_ref::<String>().cloned().or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }
 
 const OP: &str = "SemiStructuredTensor::from_parts";
@@ -173,7 +186,7 @@ const OP: &str = "SemiStructuredTensor::from_parts";
 #[test]
 fn tampered_metadata_is_refused_naming_the_word() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let layer = small_layer(&device);
     assert_eq!(layer.metadata.val().dims(), [3, 1]);
     let x = input(2, 8, &device);
@@ -191,10 +204,15 @@ let device = Device::flex();
         let bad = tampered(&layer, row, word);
         assert_eq!(bad.try_weight().unwrap_err().to_string(), violation);
         assert_eq!(bad.check().unwrap_err().to_string(), violation);
-        let expected = RecordError::Validation(format!("SemiStructuredLinear: the record does not make a valid layer: {violation}"));
+        let expected = RecordError::Validation(format!(
+            "SemiStructuredLinear: the record does not make a valid layer: {violation}"
+        ));
         assert_eq!(layer.clone().try_load_record(record_of(&bad)).unwrap_err(), expected);
         assert_eq!(layer.clone().try_load_record(record_of(&bad).validate(false)).unwrap_err(), expected);
-        assert_eq!(panic_text(|| drop(bad.forward(x.clone()))), format!("SemiStructuredLinear: invalid weight: {violation}"));
+        assert_eq!(
+            panic_text(|| drop(bad.forward(x.clone()))),
+            format!("SemiStructuredLinear: invalid weight: {violation}")
+        );
     }
     // A valid word other than the layer's (slots 0, 1 then 2, 3; or 0, 1 then 1, 2) loads.
     let other = tampered(&layer, 1, if words(&layer)[1] == 0x00E4 { 0x0094 } else { 0x00E4 });
@@ -205,10 +223,12 @@ let device = Device::flex();
 }
 
 #[test]
-#[should_panic(expected = "SemiStructuredLinear: the record does not make a valid layer: SemiStructuredTensor::from_parts: metadata row 0, group 0 (columns 0..3): slots 1 and 1 are not a 2:4 group")]
+#[should_panic(
+    expected = "SemiStructuredLinear: the record does not make a valid layer: SemiStructuredTensor::from_parts: metadata row 0, group 0 (columns 0..3): slots 1 and 1 are not a 2:4 group"
+)]
 fn load_record_panics_on_tampered_metadata() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let layer = small_layer(&device);
     let _ = layer.clone().load_record(record_of(&tampered(&layer, 0, 0x0045)));
 }
@@ -216,10 +236,13 @@ let device = Device::flex();
 #[test]
 fn tampered_metadata_inside_a_module_fails_on_first_use() {
     let _serial = crate::common_ops::serial();
-// Loaded through `map`, which cannot fail: the first forward stops with the violation.
+    // Loaded through `map`, which cannot fail: the first forward stops with the violation.
     let device = Device::flex().autodiff();
     device.seed(4);
-    let good = Net { l0: SemiStructuredLinearConfig::new(8, 4).init(&device), l1: SemiStructuredLinearConfig::new(4, 8).init(&device) };
+    let good = Net {
+        l0: SemiStructuredLinearConfig::new(8, 4).init(&device),
+        l1: SemiStructuredLinearConfig::new(4, 8).init(&device),
+    };
     let bad_l0 = {
         let mut w = words(&good.l0);
         w[3] = 0x0045;
@@ -233,16 +256,26 @@ fn tampered_metadata_inside_a_module_fails_on_first_use() {
     let violation = format!("{OP}: metadata row 3, group 0 (columns 0..3): slots 1 and 1 are not a 2:4 group");
     assert_eq!(loaded.l0.check().unwrap_err().to_string(), violation);
     let x = input(2, 8, &device);
-    assert_eq!(panic_text(|| drop(loaded.forward(x.clone()).sum().backward())), format!("SemiStructuredLinear: invalid weight: {violation}"));
+    assert_eq!(
+        panic_text(|| drop(loaded.forward(x.clone()).sum().backward())),
+        format!("SemiStructuredLinear: invalid weight: {violation}")
+    );
     let _ = good.forward(x).sum().backward();
 }
 
 #[test]
 fn display_lists_the_parameters() {
     let _serial = crate::common_ops::serial();
-let layer = small_layer(&Device::flex());
+    let layer = small_layer(&Device::flex());
     let text = layer.to_string();
-    for part in ["SemiStructuredLinear {", "values: ParamTensor {rank: 2, shape: [3, 4], kind: float}", "metadata: ParamTensor {rank: 2, shape: [3, 1], kind: int}", "bias: ParamTensor {rank: 1, shape: [3], kind: float}", "d_input: 8", "params: 15"] {
+    for part in [
+        "SemiStructuredLinear {",
+        "values: ParamTensor {rank: 2, shape: [3, 4], kind: float}",
+        "metadata: ParamTensor {rank: 2, shape: [3, 1], kind: int}",
+        "bias: ParamTensor {rank: 1, shape: [3], kind: float}",
+        "d_input: 8",
+        "params: 15",
+    ] {
         assert!(text.contains(part), "{part} not in {text}");
     }
 }

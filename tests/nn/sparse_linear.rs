@@ -11,11 +11,11 @@ use burn::nn::LinearConfig;
 use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use common_ops::{assert_close_f32, f32s, input, ints, train, Net};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_magnitude, SparseLinear, SparseLinearConfig};
 use sparsegrad::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
 
 /// `x Wᵀ + b` with the dense weight.
 fn dense_reference(layer: &SparseLinear, x: Tensor<2>) -> Tensor<2> {
@@ -29,7 +29,7 @@ fn dense_reference(layer: &SparseLinear, x: Tensor<2>) -> Tensor<2> {
 #[test]
 fn density_fixes_the_count_and_seed_the_pattern() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let config = SparseLinearConfig::new(37, 11).with_density(0.2).with_seed(Some(3));
     let layer = config.init(&device);
     // round(0.2 * 407) = 81.
@@ -60,7 +60,7 @@ let device = Device::flex();
 #[test]
 fn forward_matches_dense_reference() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let layer = SparseLinearConfig::new(24, 9).with_density(0.3).with_seed(Some(1)).init(&device);
     let x = input(7, 24, &device);
     let expected = f32s(dense_reference(&layer, x.clone()));
@@ -80,7 +80,7 @@ let device = Device::flex();
 #[should_panic(expected = "does not end in d_input = 24")]
 fn forward_names_a_wrong_input_width() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let layer = SparseLinearConfig::new(24, 9).with_seed(Some(1)).init(&device);
     let _ = layer.forward(input(3, 25, &device));
 }
@@ -88,8 +88,9 @@ let device = Device::flex();
 #[test]
 fn built_from_patterns_weights_and_dense_layers() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
-    let dense = Tensor::<2>::from_data(TensorData::new(vec![0.0f32, 2.0, 0.0, -1.0, 0.0, 0.0, 3.0, 0.0], [2, 4]), &device);
+    let device = Device::flex();
+    let dense =
+        Tensor::<2>::from_data(TensorData::new(vec![0.0f32, 2.0, 0.0, -1.0, 0.0, 0.0, 3.0, 0.0], [2, 4]), &device);
     // A given pattern: its entries, fresh values.
     let coo = dense.clone().to_sparse().unwrap();
     let layer = SparseLinearConfig::new(4, 2).init_with_pattern(&coo, &device).unwrap();
@@ -118,15 +119,21 @@ let device = Device::flex();
 #[test]
 fn gradcheck_values_bias_and_input() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let dense = Tensor::<2>::from_data(
-        TensorData::new(vec![0.5f64, 0.0, -1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5, -0.5, 0.0, 0.0, 0.0, 0.75], [3, 6]),
+        TensorData::new(
+            vec![0.5f64, 0.0, -1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5, -0.5, 0.0, 0.0, 0.0, 0.75],
+            [3, 6],
+        ),
         (&device, DType::F64),
     );
     let w = dense.to_sparse_csr().unwrap();
     let template = SparseLinear::from_weight(&w, None).unwrap();
     let b = Tensor::<1>::from_data(TensorData::new(vec![0.1f64, -0.2, 0.3], [3]), (&device, DType::F64));
-    let x = Tensor::<2>::from_data(TensorData::new((0..24).map(|i| (i as f64 - 11.5) / 9.0).collect::<Vec<_>>(), [4, 6]), (&device, DType::F64));
+    let x = Tensor::<2>::from_data(
+        TensorData::new((0..24).map(|i| (i as f64 - 11.5) / 9.0).collect::<Vec<_>>(), [4, 6]),
+        (&device, DType::F64),
+    );
     let report = gradcheck(
         |v| {
             // `Param::initialized` keeps gradcheck's tensors as given: they stay graph nodes.
@@ -148,7 +155,7 @@ let device = Device::flex();
 #[test]
 fn adam_training_keeps_the_pattern_and_lowers_the_loss() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex().autodiff();
+    let device = Device::flex().autodiff();
     let init = |seed| Net {
         l0: SparseLinearConfig::new(20, 16).with_density(0.3).with_seed(Some(seed)).init(&device),
         l1: SparseLinearConfig::new(16, 3).with_density(0.5).with_seed(Some(seed + 1)).init(&device),
@@ -170,7 +177,7 @@ let device = Device::flex().autodiff();
 #[test]
 fn record_round_trip_restores_pattern_values_and_outputs() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let config = SparseLinearConfig::new(30, 8).with_density(0.25).with_seed(Some(7));
     let layer = config.init(&device);
     let x = input(5, 30, &device);
@@ -215,7 +222,7 @@ fn positions(layer: &SparseLinear) -> Vec<usize> {
 #[test]
 fn a_huge_very_sparse_layer_draws_only_its_entries() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     // 10^12 weight positions, 1000 kept: drawing anything per position would take terabytes.
     let start = Instant::now();
     let layer = SparseLinearConfig::new(1_000_000, 1_000_000).with_density(1e-9).with_seed(Some(11)).init(&device);
@@ -239,7 +246,7 @@ let device = Device::flex();
 #[test]
 fn dense_and_edge_densities_keep_the_exact_count() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     // 13 x 7 = 91 positions. Above one half the left-out positions are drawn instead.
     for (density, nnz) in [(0.0, 0), (0.3, 27), (0.5, 46), (0.9, 82), (1.0, 91)] {
         let layer = SparseLinearConfig::new(7, 13).with_density(density).with_seed(Some(5)).init(&device);
@@ -259,7 +266,7 @@ let device = Device::flex();
 #[test]
 fn sizes_that_cannot_be_counted_or_allocated_are_errors() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let e = SparseLinearConfig::new(usize::MAX, 2).try_init(&device).unwrap_err();
     assert_eq!(e, SparseError::ElementCountOverflow { shape: vec![2, usize::MAX] });
     // 2^63 elements: more than an i64 counts.
@@ -277,7 +284,7 @@ let device = Device::flex();
 #[test]
 fn random_patterns_are_uniform() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     // 8 x 16 = 128 positions, 32 kept (drawn) or 96 kept (the 32 left out drawn), 3000 seeds.
     // Each position is kept with probability k / 128; a row's count is hypergeometric with
     // variance k (16/128) (112/128) (128 - k)/127 = 2.6457 for both.
@@ -301,7 +308,10 @@ let device = Device::flex();
         // Binomial(3000, k / 128) counts: a standard deviation of 23.7; 6 of them is 142.
         let (mean, sd) = (draws as f64 * k as f64 / 128.0, (draws as f64 * 0.25 * 0.75).sqrt());
         for (i, &h) in hits.iter().enumerate() {
-            assert!((h as f64 - mean).abs() < 6.0 * sd, "k = {k}: position {i} kept {h} times, expected {mean} +- {sd}");
+            assert!(
+                (h as f64 - mean).abs() < 6.0 * sd,
+                "k = {k}: position {i} kept {h} times, expected {mean} +- {sd}"
+            );
         }
         // The sample variance of 24000 row counts is within about 2 % of the true one.
         let var = sum_sq / n_rows;
@@ -314,15 +324,23 @@ let device = Device::flex();
 
 /// `[[1, 0, 2, 0], [0, 0, 0, 3], [4, 5, 0, 0]]` with a bias: `crow [0, 2, 3, 5]`, `col [0, 2, 3, 0, 1]`.
 fn small_layer(device: &Device) -> SparseLinear {
-    let dense = Tensor::<2>::from_data(TensorData::new(vec![1.0f32, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0, 5.0, 0.0, 0.0], [3, 4]), device);
-    let layer = SparseLinear::from_weight(&dense.to_sparse_csr().unwrap(), Some(Tensor::from_floats([0.5, -0.5, 1.0], device))).unwrap();
+    let dense = Tensor::<2>::from_data(
+        TensorData::new(vec![1.0f32, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0, 5.0, 0.0, 0.0], [3, 4]),
+        device,
+    );
+    let layer =
+        SparseLinear::from_weight(&dense.to_sparse_csr().unwrap(), Some(Tensor::from_floats([0.5, -0.5, 1.0], device)))
+            .unwrap();
     assert_eq!((ints(layer.crow.val()), ints(layer.col.val())), (vec![0, 2, 3, 5], vec![0, 2, 3, 0, 1]));
     layer
 }
 
 fn index(v: &[i64], like: &Param<Tensor<1, Int>>) -> Param<Tensor<1, Int>> {
     let t = like.val();
-    Param::initialized(ParamId::new(), Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]), (&t.device(), t.dtype())))
+    Param::initialized(
+        ParamId::new(),
+        Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]), (&t.device(), t.dtype())),
+    )
 }
 
 /// The layer with its `crow` or `col` replaced (same dtype).
@@ -341,32 +359,45 @@ fn record_of(layer: &SparseLinear) -> ModuleRecord {
 
 fn panic_text(f: impl FnOnce()) -> String {
     let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("it panics");
-    payload.downcast_ref::<String>().cloned().or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }
 
 /// A replacement `crow`, a replacement `col`, and the violation the checked constructor names.
 type Tampering = (Option<&'static [i64]>, Option<&'static [i64]>, &'static str);
 
 const TAMPERED: [Tampering; 6] = [
-    (Some(&[0, 3, 2, 5]), None, "crow_indices[0]: compressed indices must be non-decreasing, got 2 at position 2 after 3"),
+    (
+        Some(&[0, 3, 2, 5]),
+        None,
+        "crow_indices[0]: compressed indices must be non-decreasing, got 2 at position 2 after 3",
+    ),
     (Some(&[1, 2, 3, 5]), None, "crow_indices[0]: compressed indices must start with 0, got 1"),
     (Some(&[0, 2, 3, 4]), None, "crow_indices[0]: compressed indices must end with nse = 5, got 4"),
     (None, Some(&[0, 2, 3, 0, 4]), "col_indices: index 4 at position 4 is out of bounds for dimension 1 of size 4"),
     (None, Some(&[0, -1, 3, 0, 1]), "col_indices: index -1 at position 1 is out of bounds for dimension 1 of size 4"),
-    (None, Some(&[2, 0, 3, 0, 1]), "col_indices[0]: plain indices must be sorted within segment 0, got 0 at position 1 after 2"),
+    (
+        None,
+        Some(&[2, 0, 3, 0, 1]),
+        "col_indices[0]: plain indices must be sorted within segment 0, got 0 at position 1 after 2",
+    ),
 ];
 
 #[test]
 fn tampered_records_are_refused_naming_the_violation() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let layer = small_layer(&device);
     let x = input(2, 4, &device);
     for (crow, col, violation) in TAMPERED {
         let bad = tampered(&layer, crow, col);
         assert_eq!(bad.try_weight().unwrap_err().to_string(), violation);
         assert_eq!(bad.check().unwrap_err().to_string(), violation);
-        let expected = RecordError::Validation(format!("SparseLinear: the record does not make a valid layer: {violation}"));
+        let expected =
+            RecordError::Validation(format!("SparseLinear: the record does not make a valid layer: {violation}"));
         assert_eq!(layer.clone().try_load_record(record_of(&bad)).unwrap_err(), expected);
         // Burn's `validate` flag turns off its shape checks, not this one.
         assert_eq!(layer.clone().try_load_record(record_of(&bad).validate(false)).unwrap_err(), expected);
@@ -375,23 +406,36 @@ let device = Device::flex();
     }
     // Lengths that disagree with the layer's: burn's own shape check refuses the record.
     let long = tampered(&layer, Some(&[0, 2, 3, 5, 5]), None);
-    let Err(RecordError::Validation(message)) = layer.clone().try_load_record(record_of(&long)) else { panic!("a longer crow loads") };
-    assert!(message.contains("crow: shape mismatch, expected Shape { dims: [4] } but record has Shape { dims: [5] }"), "{message}");
+    let Err(RecordError::Validation(message)) = layer.clone().try_load_record(record_of(&long)) else {
+        panic!("a longer crow loads")
+    };
+    assert!(
+        message.contains("crow: shape mismatch, expected Shape { dims: [4] } but record has Shape { dims: [5] }"),
+        "{message}"
+    );
     // Set by hand they are the weight's error.
     assert_eq!(long.d_output(), 4);
-    assert_eq!(long.check().unwrap_err(), SparseError::ShapeMismatch { component: "bias", expected: vec![4], actual: vec![3] });
+    assert_eq!(
+        long.check().unwrap_err(),
+        SparseError::ShapeMismatch { component: "bias", expected: vec![4], actual: vec![3] }
+    );
     let short = tampered(&layer, None, Some(&[0, 2, 3, 0]));
-    assert_eq!(short.try_weight().unwrap_err(), SparseError::ShapeMismatch { component: "values", expected: vec![4], actual: vec![5] });
+    assert_eq!(
+        short.try_weight().unwrap_err(),
+        SparseError::ShapeMismatch { component: "values", expected: vec![4], actual: vec![5] }
+    );
     // The untampered record loads, and the layer computes as before.
     let loaded = small_layer(&device).try_load_record(record_of(&layer)).unwrap();
     assert_eq!(f32s(loaded.forward(x.clone())), f32s(layer.forward(x)));
 }
 
 #[test]
-#[should_panic(expected = "SparseLinear: the record does not make a valid layer: crow_indices[0]: compressed indices must be non-decreasing, got 2 at position 2 after 3")]
+#[should_panic(
+    expected = "SparseLinear: the record does not make a valid layer: crow_indices[0]: compressed indices must be non-decreasing, got 2 at position 2 after 3"
+)]
 fn load_record_panics_on_a_tampered_record() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let layer = small_layer(&device);
     let _ = layer.clone().load_record(record_of(&tampered(&layer, Some(&[0, 3, 2, 5]), None)));
 }
@@ -399,7 +443,7 @@ let device = Device::flex();
 #[test]
 fn tampered_files_are_refused() {
     let _serial = crate::common_ops::serial();
-let device = Device::flex();
+    let device = Device::flex();
     let layer = small_layer(&device);
     let path = std::env::temp_dir().join(format!("sparsegrad-sparse-linear-tampered-{}.bpk", std::process::id()));
     tampered(&layer, None, Some(&[0, 2, 3, 0, 4])).save_file(&path).unwrap();
@@ -407,14 +451,17 @@ let device = Device::flex();
     let text = panic_text(|| drop(layer.clone().load_file(&path)));
     std::fs::remove_file(&path).unwrap();
     let violation = "col_indices: index 4 at position 4 is out of bounds for dimension 1 of size 4";
-    assert_eq!(e, RecordError::Validation(format!("SparseLinear: the record does not make a valid layer: {violation}")));
+    assert_eq!(
+        e,
+        RecordError::Validation(format!("SparseLinear: the record does not make a valid layer: {violation}"))
+    );
     assert!(text.contains(violation), "{text}");
 }
 
 #[test]
 fn a_tampered_layer_inside_a_module_fails_on_first_use() {
     let _serial = crate::common_ops::serial();
-// A module holding the layer loads it through `map`, which cannot fail: the load goes
+    // A module holding the layer loads it through `map`, which cannot fail: the load goes
     // through, and the weight's check stops the first forward with the violation.
     let device = Device::flex().autodiff();
     let layer = small_layer(&device);
@@ -422,7 +469,10 @@ fn a_tampered_layer_inside_a_module_fails_on_first_use() {
     let bad = Net { l0: tampered(&layer, Some(&[0, 3, 2, 5]), None), ..good.clone() };
     let record = ModuleRecord::from_bytes(bad.into_record().into_bytes().unwrap()).unwrap();
     let loaded = good.clone().try_load_record(record).unwrap();
-    assert_eq!(loaded.l0.check().unwrap_err().to_string(), "crow_indices[0]: compressed indices must be non-decreasing, got 2 at position 2 after 3");
+    assert_eq!(
+        loaded.l0.check().unwrap_err().to_string(),
+        "crow_indices[0]: compressed indices must be non-decreasing, got 2 at position 2 after 3"
+    );
     let x = input(2, 4, &device);
     let text = panic_text(|| drop(loaded.forward(x.clone()).sum().backward()));
     assert_eq!(text, "SparseLinear: invalid weight: crow_indices[0]: compressed indices must be non-decreasing, got 2 at position 2 after 3");
@@ -433,9 +483,17 @@ fn a_tampered_layer_inside_a_module_fails_on_first_use() {
 #[test]
 fn display_lists_the_parameters() {
     let _serial = crate::common_ops::serial();
-let layer = small_layer(&Device::flex());
+    let layer = small_layer(&Device::flex());
     let text = layer.to_string();
-    for part in ["SparseLinear {", "crow: ParamTensor {rank: 1, shape: [4], kind: int}", "col: ParamTensor {rank: 1, shape: [5], kind: int}", "values: ParamTensor {rank: 1, shape: [5], kind: float}", "bias: ParamTensor {rank: 1, shape: [3], kind: float}", "d_input: 4", "params: 8"] {
+    for part in [
+        "SparseLinear {",
+        "crow: ParamTensor {rank: 1, shape: [4], kind: int}",
+        "col: ParamTensor {rank: 1, shape: [5], kind: int}",
+        "values: ParamTensor {rank: 1, shape: [5], kind: float}",
+        "bias: ParamTensor {rank: 1, shape: [3], kind: float}",
+        "d_input: 4",
+        "params: 8",
+    ] {
         assert!(text.contains(part), "{part} not in {text}");
     }
 }

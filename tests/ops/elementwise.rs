@@ -47,8 +47,14 @@ fn add_and_sub_match_dense_on_every_layout_pair() {
         for (ln, l) in layouts_2d(&a) {
             for (rn, r) in layouts_2d(&b) {
                 let what = format!("{ln} ± {rn} {dtype:?}");
-                for (out, expected, op) in [(l.add(&r), &sum, "+"), (l.sub(&r), &diff, "-"), (&l + &r, &sum, "+"), (&l - &r, &diff, "-")] {
-                    assert_eq!((out.layout(), out.blocksize(), out.index_dtype()), (l.layout(), l.blocksize(), l.index_dtype()), "{what} {op}: left operand's layout");
+                for (out, expected, op) in
+                    [(l.add(&r), &sum, "+"), (l.sub(&r), &diff, "-"), (&l + &r, &sum, "+"), (&l - &r, &diff, "-")]
+                {
+                    assert_eq!(
+                        (out.layout(), out.blocksize(), out.index_dtype()),
+                        (l.layout(), l.blocksize(), l.index_dtype()),
+                        "{what} {op}: left operand's layout"
+                    );
                     assert_eq!(out.dtype(), dtype);
                     assert_close(&floats(out.to_dense()), expected, tol(dtype), &format!("{what} {op}"));
                 }
@@ -82,19 +88,41 @@ fn hybrid_add_and_mul_match_dense() {
     let mut rng = Rng(3);
     for dtype in DTYPES {
         // Whole dense sub-tensors are zero or not: sparse_data on [4, 4] items of 2.
-        let item = |rng: &mut Rng| -> Vec<f64> { sparse_data(16, 0.5, 1.0, 1.5, rng).into_iter().flat_map(|v| [v, v * 0.5 - 0.25 * v.signum()]).collect() };
+        let item = |rng: &mut Rng| -> Vec<f64> {
+            sparse_data(16, 0.5, 1.0, 1.5, rng).into_iter().flat_map(|v| [v, v * 0.5 - 0.25 * v.signum()]).collect()
+        };
         let (ad_, bd_) = (item(&mut rng), item(&mut rng));
         let a = dense_on::<3>(&ad_, [4, 4, 2], dtype, &dev());
         let b = dense_on::<3>(&bd_, [4, 4, 2], dtype, &dev());
         let d = dense_on::<3>(&sparse_data(32, 1.0, 0.5, 2.0, &mut rng), [4, 4, 2], dtype, &dev());
         for (ln, l) in layouts_hybrid(&a) {
             let what = format!("{ln} {dtype:?}");
-            assert_close(&floats(l.mul_dense(d.clone()).to_dense()), &floats(a.clone() * d.clone()), tol(dtype), &format!("{what} * dense"));
-            assert_close(&floats(l.add_dense(d.clone())), &floats(a.clone() + d.clone()), tol(dtype), &format!("{what} + dense"));
+            assert_close(
+                &floats(l.mul_dense(d.clone()).to_dense()),
+                &floats(a.clone() * d.clone()),
+                tol(dtype),
+                &format!("{what} * dense"),
+            );
+            assert_close(
+                &floats(l.add_dense(d.clone())),
+                &floats(a.clone() + d.clone()),
+                tol(dtype),
+                &format!("{what} + dense"),
+            );
             for (rn, r) in layouts_hybrid(&b) {
                 let what = format!("{what} op {rn}");
-                assert_close(&floats(l.add(&r).to_dense()), &floats(a.clone() + b.clone()), tol(dtype), &format!("{what} +"));
-                assert_close(&floats(l.mul(&r).to_dense()), &floats(a.clone() * b.clone()), tol(dtype), &format!("{what} *"));
+                assert_close(
+                    &floats(l.add(&r).to_dense()),
+                    &floats(a.clone() + b.clone()),
+                    tol(dtype),
+                    &format!("{what} +"),
+                );
+                assert_close(
+                    &floats(l.mul(&r).to_dense()),
+                    &floats(a.clone() * b.clone()),
+                    tol(dtype),
+                    &format!("{what} *"),
+                );
                 assert_eq!(l.mul(&r).layout(), l.layout());
             }
         }
@@ -104,13 +132,16 @@ fn hybrid_add_and_mul_match_dense() {
 #[test]
 fn batched_csr_add_keeps_the_layout_or_reports_unequal_counts() {
     // Two batch entries of 2 x 3: a has 2 entries in each, b the same pattern shifted.
-    let a = dense::<3>(&[1., 0., 2., 0., 0., 0., 0., 3., 0., 0., 4., 0.], [2, 2, 3], DType::F64).to_sparse_csr().unwrap();
-    let same = dense::<3>(&[0., 5., 0., 6., 0., 0., 0., 0., 0., 7., 0., 8.], [2, 2, 3], DType::F64).to_sparse_csr().unwrap();
+    let a =
+        dense::<3>(&[1., 0., 2., 0., 0., 0., 0., 3., 0., 0., 4., 0.], [2, 2, 3], DType::F64).to_sparse_csr().unwrap();
+    let same =
+        dense::<3>(&[0., 5., 0., 6., 0., 0., 0., 0., 0., 7., 0., 8.], [2, 2, 3], DType::F64).to_sparse_csr().unwrap();
     let s = a.add(&same);
     assert_eq!((s.layout(), s.batch_dim(), s.nnz()), (Layout::Csr, 1, 4));
     assert_eq!(floats(s.to_dense()), vec![1., 5., 2., 6., 0., 0., 0., 3., 0., 7., 4., 8.]);
     // Entry 0 gains two elements, entry 1 none: not storable as a batched CSR.
-    let other = dense::<3>(&[0., 5., 0., 6., 0., 0., 0., 9., 0., 0., 9., 0.], [2, 2, 3], DType::F64).to_sparse_csr().unwrap();
+    let other =
+        dense::<3>(&[0., 5., 0., 6., 0., 0., 0., 9., 0., 0., 9., 0.], [2, 2, 3], DType::F64).to_sparse_csr().unwrap();
     assert!(matches!(a.try_add(&other), Err(SparseError::UnequalBatchNse { batch: 1, .. })));
     // As COO it is fine.
     let coo = a.to_sparse_coo().add(&other);
@@ -150,9 +181,18 @@ fn mul_dense_keeps_the_pattern_and_add_dense_is_dense() {
         for (ln, l) in layouts_2d(&a) {
             let what = format!("{ln} {dtype:?}");
             let p = l.mul_dense(d.clone());
-            assert_eq!((p.layout(), p.nnz(), p.is_coalesced(), p.index_dtype()), (l.layout(), l.nnz(), l.is_coalesced(), l.index_dtype()), "{what}: same pattern");
+            assert_eq!(
+                (p.layout(), p.nnz(), p.is_coalesced(), p.index_dtype()),
+                (l.layout(), l.nnz(), l.is_coalesced(), l.index_dtype()),
+                "{what}: same pattern"
+            );
             assert_close(&floats(p.to_dense()), &floats(a.clone() * d.clone()), tol(dtype), &format!("{what} * dense"));
-            assert_close(&floats(l.add_dense(d.clone())), &floats(a.clone() + d.clone()), tol(dtype), &format!("{what} + dense"));
+            assert_close(
+                &floats(l.add_dense(d.clone())),
+                &floats(a.clone() + d.clone()),
+                tol(dtype),
+                &format!("{what} + dense"),
+            );
         }
     }
 }
@@ -174,7 +214,11 @@ fn scalar_ops_and_neg_keep_the_pattern() {
                 (-&l, a.clone().neg()),
             ];
             for (k, (out, expected)) in cases.into_iter().enumerate() {
-                assert_eq!((out.layout(), out.nnz(), out.is_coalesced()), (l.layout(), l.nnz(), l.is_coalesced()), "{what} case {k}");
+                assert_eq!(
+                    (out.layout(), out.nnz(), out.is_coalesced()),
+                    (l.layout(), l.nnz(), l.is_coalesced()),
+                    "{what} case {k}"
+                );
                 assert_close(&floats(out.to_dense()), &floats(expected), tol(dtype), &format!("{what} case {k}"));
             }
         }
@@ -220,9 +264,24 @@ fn empty_operands() {
         let (a, _) = pair(dtype, 10);
         for (ln, l) in layouts_2d(&a).into_iter().chain(layouts_2d(&zeros)) {
             let what = format!("{ln} {dtype:?}");
-            assert_close(&floats(empty.add(&l).to_dense()), &floats(l.to_dense()), tol(dtype), &format!("empty + {what}"));
-            assert_close(&floats(l.add(&empty).to_dense()), &floats(l.to_dense()), tol(dtype), &format!("{what} + empty"));
-            assert_close(&floats(l.sub(&empty).to_dense()), &floats(l.to_dense()), tol(dtype), &format!("{what} - empty"));
+            assert_close(
+                &floats(empty.add(&l).to_dense()),
+                &floats(l.to_dense()),
+                tol(dtype),
+                &format!("empty + {what}"),
+            );
+            assert_close(
+                &floats(l.add(&empty).to_dense()),
+                &floats(l.to_dense()),
+                tol(dtype),
+                &format!("{what} + empty"),
+            );
+            assert_close(
+                &floats(l.sub(&empty).to_dense()),
+                &floats(l.to_dense()),
+                tol(dtype),
+                &format!("{what} - empty"),
+            );
             assert_eq!(l.mul(&empty).to_sparse_coo().nnz(), 0, "{what} * empty");
             assert_eq!(empty.mul(&l).nnz(), 0, "empty * {what}");
         }
@@ -251,7 +310,10 @@ fn mismatched_operands_are_errors_naming_both() {
     ];
     for e in msgs {
         let m = e.to_string();
-        assert!(matches!(e, SparseError::InvalidArgument { .. }) && m.contains("[4, 6]") && m.contains("[6, 4]"), "{m}");
+        assert!(
+            matches!(e, SparseError::InvalidArgument { .. }) && m.contains("[4, 6]") && m.contains("[6, 4]"),
+            "{m}"
+        );
     }
     // Value dtypes and dense dims must agree too.
     let a64 = full([4, 6], DType::F64, 12).to_sparse().unwrap();
@@ -319,9 +381,15 @@ fn grad_templates(seed: u64) -> Vec<(String, SparseTensor<2>)> {
 }
 
 /// gradcheck of `(x, y) -> f(x, y)` over the values of two sparse templates.
-fn check_two(a: &SparseTensor<2>, b: &SparseTensor<2>, name: &str, f: impl Fn(SparseTensor<2>, SparseTensor<2>) -> Tensor<2>) {
+fn check_two(
+    a: &SparseTensor<2>,
+    b: &SparseTensor<2>,
+    name: &str,
+    f: impl Fn(SparseTensor<2>, SparseTensor<2>) -> Tensor<2>,
+) {
     let inputs = [GradInput::sparse("a", a), GradInput::sparse("b", b)];
-    gradcheck(|v| flat(f(rebuild(a, &v[0]), rebuild(b, &v[1]))), &inputs, opts()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    gradcheck(|v| flat(f(rebuild(a, &v[0]), rebuild(b, &v[1]))), &inputs, opts())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
 }
 
 #[test]
@@ -343,8 +411,10 @@ fn gradcheck_sparse_dense_ops() {
     for (ln, l) in grad_templates(23) {
         let inputs = [GradInput::sparse("s", &l), GradInput { name: "dense".into(), values: d.clone() }];
         let dense_of = |v: &Tensor<1>| v.clone().reshape([4, 6]);
-        gradcheck(|v| flat(rebuild(&l, &v[0]).mul_dense(dense_of(&v[1])).to_dense()), &inputs, opts()).unwrap_or_else(|e| panic!("{ln} mul_dense: {e}"));
-        gradcheck(|v| flat(rebuild(&l, &v[0]).add_dense(dense_of(&v[1]))), &inputs, opts()).unwrap_or_else(|e| panic!("{ln} add_dense: {e}"));
+        gradcheck(|v| flat(rebuild(&l, &v[0]).mul_dense(dense_of(&v[1])).to_dense()), &inputs, opts())
+            .unwrap_or_else(|e| panic!("{ln} mul_dense: {e}"));
+        gradcheck(|v| flat(rebuild(&l, &v[0]).add_dense(dense_of(&v[1]))), &inputs, opts())
+            .unwrap_or_else(|e| panic!("{ln} add_dense: {e}"));
     }
 }
 
@@ -368,8 +438,11 @@ fn gradcheck_hybrid_ops() {
     let other: Vec<f64> = sparse_data(16, 0.5, 0.5, 2.0, &mut rng).into_iter().flat_map(|v| [0.5 * v, v]).collect();
     let d = sparse_data(32, 1.0, 0.5, 2.0, &mut rng);
     let a = uncoalesced::<3, 2>(&on_ad(&data, [4, 4, 2], |t| t.to_sparse_coo(2).unwrap()));
-    let b = on_ad(&other, [4, 4, 2], |t| t.to_sparse_with(SparseSpec { dense_dim: 1, ..SparseSpec::new(Layout::Csr) }).unwrap());
-    let inputs = [GradInput::sparse("a", &a), GradInput::sparse("b", &b), GradInput { name: "dense".into(), values: d }];
+    let b = on_ad(&other, [4, 4, 2], |t| {
+        t.to_sparse_with(SparseSpec { dense_dim: 1, ..SparseSpec::new(Layout::Csr) }).unwrap()
+    });
+    let inputs =
+        [GradInput::sparse("a", &a), GradInput::sparse("b", &b), GradInput { name: "dense".into(), values: d }];
     let run = |v: &[Tensor<1>]| {
         let (x, y, z) = (rebuild(&a, &v[0]), rebuild(&b, &v[1]), v[2].clone().reshape([4, 4, 2]));
         let s = x.add(&y).mul(&x).mul_dense(z.clone()).pow(2.0);

@@ -57,7 +57,11 @@ fn positions<const D: usize>(s: &SparseTensor<D>) -> Vec<usize> {
 
 /// The gradient of `sum(w * f(s).to_dense())` with respect to the values of `s`, whose values
 /// are replaced by a fresh leaf.
-fn value_grad<const D: usize>(s: &SparseTensor<D>, w: &Tensor<D>, f: impl Fn(SparseTensor<D>) -> SparseTensor<D>) -> Vec<f64> {
+fn value_grad<const D: usize>(
+    s: &SparseTensor<D>,
+    w: &Tensor<D>,
+    f: impl Fn(SparseTensor<D>) -> SparseTensor<D>,
+) -> Vec<f64> {
     let leaf = s.values_flat().detach().require_grad();
     let x = s.with_values(leaf.clone());
     let out = f(x).to_dense();
@@ -82,7 +86,14 @@ struct Case {
     coo_values: Vec<Vec<f64>>,
 }
 
-fn case(batch: &[usize], block: [usize; 2], mblocks: [usize; 2], dense_dims: &[usize], density: f64, seed: u64) -> Case {
+fn case(
+    batch: &[usize],
+    block: [usize; 2],
+    mblocks: [usize; 2],
+    dense_dims: &[usize],
+    density: f64,
+    seed: u64,
+) -> Case {
     let mut rng = Rng(seed);
     let (rows, cols) = (block[0] * mblocks[0], block[1] * mblocks[1]);
     let mut shape = batch.to_vec();
@@ -106,7 +117,8 @@ fn case(batch: &[usize], block: [usize; 2], mblocks: [usize; 2], dense_dims: &[u
                     let at = ((b * rows + r) * cols + c) * item;
                     let v: Vec<f64> = (0..item).map(|_| rng.value()).collect();
                     dense[at..at + item].copy_from_slice(&v);
-                    let mut tuple: Vec<i64> = (0..batch.len()).map(|d| ((b / numel(&batch[d + 1..])) % batch[d]) as i64).collect();
+                    let mut tuple: Vec<i64> =
+                        (0..batch.len()).map(|d| ((b / numel(&batch[d + 1..])) % batch[d]) as i64).collect();
                     tuple.extend([r as i64, c as i64]);
                     let mut rest = v;
                     for _ in 0..rng.below(3) {
@@ -148,7 +160,13 @@ impl Case {
         f64s(&self.dense, self.shape.clone().try_into().unwrap())
     }
     fn targets(&self) -> [(Layout, Option<[usize; 2]>); 5] {
-        [(Layout::Coo, None), (Layout::Csr, None), (Layout::Csc, None), (Layout::Bsr, Some(self.block)), (Layout::Bsc, Some(self.block))]
+        [
+            (Layout::Coo, None),
+            (Layout::Csr, None),
+            (Layout::Csc, None),
+            (Layout::Bsr, Some(self.block)),
+            (Layout::Bsc, Some(self.block)),
+        ]
     }
 }
 
@@ -218,7 +236,11 @@ fn transposes<const D: usize>(c: &Case, dtype: DType, seed: u64) {
     for src in &sources {
         let expected = gathered(src, &w_back);
         assert_close(&value_grad(src, &wt, |x| x.t()), &expected, &format!("{}.t()", src.layout()));
-        assert_close(&value_grad(src, &wt, |x| x.transpose(b + 1, b)), &expected, &format!("{}.transpose", src.layout()));
+        assert_close(
+            &value_grad(src, &wt, |x| x.transpose(b + 1, b)),
+            &expected,
+            &format!("{}.transpose", src.layout()),
+        );
     }
 }
 
@@ -299,7 +321,10 @@ fn gradcheck_passes_for_every_conversion() {
     check_values(&coo, "coo.t", |x| x.t());
     for (l, bs) in c.targets() {
         check_values(&coo, &format!("coo -> {l}"), |x| x.to_layout(l, bs).unwrap());
-        let s = c.dense::<3>().to_sparse_with(SparseSpec { layout: l, dense_dim: 1, blocksize: bs, index_dtype: DType::I32 }).unwrap();
+        let s = c
+            .dense::<3>()
+            .to_sparse_with(SparseSpec { layout: l, dense_dim: 1, blocksize: bs, index_dtype: DType::I32 })
+            .unwrap();
         check_values(&s, &format!("{l} -> coo"), |x| x.to_sparse_coo());
         check_values(&s, &format!("{l}.t"), |x| x.t());
         check_values(&s, &format!("{l} -> csr"), |x| x.to_sparse_csr().unwrap());
@@ -334,7 +359,8 @@ fn gradcheck_passes_for_dense_to_every_layout() {
             let d: Tensor<3> = (v[0].clone() * m).reshape([4, 4, 2]);
             flat(d.to_sparse_with(spec).unwrap().to_dense())
         };
-        let report = gradcheck(f, std::slice::from_ref(&input), GradcheckOptions::default()).unwrap_or_else(|e| panic!("{l}: {e}"));
+        let report = gradcheck(f, std::slice::from_ref(&input), GradcheckOptions::default())
+            .unwrap_or_else(|e| panic!("{l}: {e}"));
         assert_eq!(report.checked, 32);
     }
 }
@@ -346,12 +372,19 @@ fn gradcheck_fails_for_a_wrong_gradient() {
     let n = coo.nnz();
     let input = GradInput::sparse("values", &coo);
     // Detached values: autodiff sees no dependence, central differences do.
-    let err = gradcheck(|v| flat(coo.with_values(v[0].clone().reshape([n, 1]).detach()).to_sparse_csr().unwrap().to_dense()), std::slice::from_ref(&input), GradcheckOptions::default()).unwrap_err();
+    let err = gradcheck(
+        |v| flat(coo.with_values(v[0].clone().reshape([n, 1]).detach()).to_sparse_csr().unwrap().to_dense()),
+        std::slice::from_ref(&input),
+        GradcheckOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!((err.worst.input.as_str(), err.failures, err.checked), ("values", n, n));
     assert_eq!(err.worst.analytic, 0.0);
     // Two inputs, only the second one wrong: the report names it.
     let bias = GradInput::dense("bias", &f64s(&[0.5; 9], [9]));
-    let f = |v: &[Tensor<1>]| flat(coo.with_values(v[0].clone().reshape([n, 1])).coalesce().to_dense()) + v[1].clone().detach() * 2.0;
+    let f = |v: &[Tensor<1>]| {
+        flat(coo.with_values(v[0].clone().reshape([n, 1])).coalesce().to_dense()) + v[1].clone().detach() * 2.0
+    };
     let err = gradcheck(f, &[input, bias], GradcheckOptions::default()).unwrap_err();
     assert_eq!((err.worst.input.as_str(), err.failures, err.checked), ("bias", 9, n + 9));
 }
@@ -370,9 +403,18 @@ fn empty_and_zero_row_tensors_on_the_autodiff_device() {
     assert_eq!(floats(empty.to_sparse_bsc([3, 2]).unwrap().to_dense()), vec![0.0; 24]);
 
     // Zero rows: dense -> every layout -> dense, with a gradient of the right (empty) shape.
-    for (l, bs) in [(Layout::Coo, None), (Layout::Csr, None), (Layout::Csc, None), (Layout::Bsr, Some([1, 3])), (Layout::Bsc, Some([2, 1]))] {
+    for (l, bs) in [
+        (Layout::Coo, None),
+        (Layout::Csr, None),
+        (Layout::Csc, None),
+        (Layout::Bsr, Some([1, 3])),
+        (Layout::Bsc, Some([2, 1])),
+    ] {
         let x = f64s(&[], [0, 3]).require_grad();
-        let s = x.clone().to_sparse_with(SparseSpec { layout: l, dense_dim: 0, blocksize: bs, index_dtype: DType::I32 }).unwrap();
+        let s = x
+            .clone()
+            .to_sparse_with(SparseSpec { layout: l, dense_dim: 0, blocksize: bs, index_dtype: DType::I32 })
+            .unwrap();
         assert_eq!((s.nnz(), s.shape()), (0, [0, 3]));
         let d = s.to_dense();
         assert_eq!(d.dims(), [0, 3], "{l}");

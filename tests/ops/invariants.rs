@@ -130,7 +130,13 @@ fn compressed_start_not_zero() {
     let err = compressed2(&[1, 2, 4], &[0, 1, 0, 1], [2, 2], Layout::Csc).unwrap_err();
     assert_eq!(err, SparseError::CompressedStart { component: "ccol_indices", batch: 0, value: 1 });
     // Batched: the second batch entry is wrong.
-    let err = SparseTensor::<3>::csr(i64s(&[0, 1, 2, 1, 1, 2], [2, 3]), i64s(&[0, 1, 0, 1], [2, 2]), zeros([2, 2]), [2, 2, 2]).unwrap_err();
+    let err = SparseTensor::<3>::csr(
+        i64s(&[0, 1, 2, 1, 1, 2], [2, 3]),
+        i64s(&[0, 1, 0, 1], [2, 2]),
+        zeros([2, 2]),
+        [2, 2, 2],
+    )
+    .unwrap_err();
     assert_eq!(err, SparseError::CompressedStart { component: "crow_indices", batch: 1, value: 1 });
 }
 
@@ -162,12 +168,35 @@ fn plain_unsorted_within_row() {
     let err = compressed2(&[0, 2, 4], &[1, 0, 0, 1], [2, 2], Layout::Csr).unwrap_err();
     check(
         err,
-        SparseError::PlainUnsorted { component: "col_indices", batch: 0, segment: 0, position: 1, previous: 1, value: 0 },
+        SparseError::PlainUnsorted {
+            component: "col_indices",
+            batch: 0,
+            segment: 0,
+            position: 1,
+            previous: 1,
+            value: 0,
+        },
         "col_indices[0]: plain indices must be sorted within segment 0, got 0 at position 1 after 1",
     );
     // CSC, batched: column 0 of batch entry 1.
-    let err = SparseTensor::<3>::csc(i64s(&[0, 1, 2, 0, 2, 2], [2, 3]), i64s(&[0, 1, 1, 0], [2, 2]), zeros([2, 2]), [2, 2, 2]).unwrap_err();
-    assert_eq!(err, SparseError::PlainUnsorted { component: "row_indices", batch: 1, segment: 0, position: 1, previous: 1, value: 0 });
+    let err = SparseTensor::<3>::csc(
+        i64s(&[0, 1, 2, 0, 2, 2], [2, 3]),
+        i64s(&[0, 1, 1, 0], [2, 2]),
+        zeros([2, 2]),
+        [2, 2, 2],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        SparseError::PlainUnsorted {
+            component: "row_indices",
+            batch: 1,
+            segment: 0,
+            position: 1,
+            previous: 1,
+            value: 0
+        }
+    );
 }
 
 #[test]
@@ -180,7 +209,10 @@ fn plain_repeated_within_row() {
     );
     // The same block column twice in a block row of a BSR tensor.
     let err = SparseTensor::<2>::bsr(i64s(&[0, 2, 2], [3]), i64s(&[1, 1], [2]), zeros([2, 2, 3]), [4, 6]).unwrap_err();
-    assert_eq!(err, SparseError::PlainDuplicate { component: "col_indices", batch: 0, segment: 0, position: 1, value: 1 });
+    assert_eq!(
+        err,
+        SparseError::PlainDuplicate { component: "col_indices", batch: 0, segment: 0, position: 1, value: 1 }
+    );
 }
 
 #[test]
@@ -192,18 +224,33 @@ fn plain_out_of_bounds() {
         "col_indices: index 2 at position 3 is out of bounds for dimension 1 of size 2",
     );
     let err = compressed2(&[0, 2, 4], &[-1, 1, 0, 1], [2, 2], Layout::Csc).unwrap_err();
-    assert_eq!(err, SparseError::IndexOutOfBounds { component: "row_indices", dim: 0, position: 0, value: -1, size: 2 });
+    assert_eq!(
+        err,
+        SparseError::IndexOutOfBounds { component: "row_indices", dim: 0, position: 0, value: -1, size: 2 }
+    );
     // BSR: block columns of a 4 x 6 tensor with 2 x 3 blocks are in 0..2.
     let err = SparseTensor::<2>::bsr(i64s(&[0, 1, 2], [3]), i64s(&[0, 2], [2]), zeros([2, 2, 3]), [4, 6]).unwrap_err();
     assert_eq!(err, SparseError::IndexOutOfBounds { component: "col_indices", dim: 1, position: 1, value: 2, size: 2 });
     // Batched: the position counts through the flattened `[batch, nse]` plain indices.
-    let err = SparseTensor::<3>::csr(i64s(&[0, 1, 2, 0, 1, 2], [2, 3]), i64s(&[0, 1, 0, 5], [2, 2]), zeros([2, 2]), [2, 2, 2]).unwrap_err();
+    let err = SparseTensor::<3>::csr(
+        i64s(&[0, 1, 2, 0, 1, 2], [2, 3]),
+        i64s(&[0, 1, 0, 5], [2, 2]),
+        zeros([2, 2]),
+        [2, 2, 2],
+    )
+    .unwrap_err();
     assert_eq!(err, SparseError::IndexOutOfBounds { component: "col_indices", dim: 2, position: 3, value: 5, size: 2 });
 }
 
 #[test]
 fn compressed_index_dtype_mismatch() {
-    let err = SparseTensor::<2>::csr(ints(&[0, 2, 4], [3], DType::I64), ints(&[0, 1, 0, 1], [4], DType::I32), zeros([4]), [2, 2]).unwrap_err();
+    let err = SparseTensor::<2>::csr(
+        ints(&[0, 2, 4], [3], DType::I64),
+        ints(&[0, 1, 0, 1], [4], DType::I32),
+        zeros([4]),
+        [2, 2],
+    )
+    .unwrap_err();
     check(
         err,
         SparseError::InvalidArgument {
@@ -212,24 +259,38 @@ fn compressed_index_dtype_mismatch() {
         },
         "sparse_compressed_tensor: crow_indices (I64) and col_indices (I32) must have the same dtype",
     );
-    let err = SparseTensor::<2>::csc(ints(&[0, 2, 4], [3], DType::I32), ints(&[0, 1, 0, 1], [4], DType::I64), zeros([4]), [2, 2]).unwrap_err();
-    assert!(matches!(&err, SparseError::InvalidArgument { message, .. } if message.contains("ccol_indices (I32)") && message.contains("row_indices (I64)")), "{err:?}");
+    let err = SparseTensor::<2>::csc(
+        ints(&[0, 2, 4], [3], DType::I32),
+        ints(&[0, 1, 0, 1], [4], DType::I64),
+        zeros([4]),
+        [2, 2],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, SparseError::InvalidArgument { message, .. } if message.contains("ccol_indices (I32)") && message.contains("row_indices (I64)")),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn compressed_batch_shape_mismatch() {
     let shape = [2, 2, 2];
-    let ok = SparseTensor::<3>::csr(i64s(&[0, 1, 2, 0, 1, 2], [2, 3]), i64s(&[0, 1, 0, 1], [2, 2]), zeros([2, 2]), shape);
+    let ok =
+        SparseTensor::<3>::csr(i64s(&[0, 1, 2, 0, 1, 2], [2, 3]), i64s(&[0, 1, 0, 1], [2, 2]), zeros([2, 2]), shape);
     assert!(ok.is_ok());
-    let err = SparseTensor::<3>::csr(i64s(&[0; 9], [3, 3]), i64s(&[0, 1, 0, 1], [2, 2]), zeros([2, 2]), shape).unwrap_err();
+    let err =
+        SparseTensor::<3>::csr(i64s(&[0; 9], [3, 3]), i64s(&[0, 1, 0, 1], [2, 2]), zeros([2, 2]), shape).unwrap_err();
     check(
         err,
         SparseError::ShapeMismatch { component: "crow_indices", expected: vec![2, 3], actual: vec![3, 3] },
         "crow_indices: expected shape [2, 3], got [3, 3]",
     );
-    let err = SparseTensor::<3>::csr(i64s(&[0, 1, 2, 0, 1, 2], [2, 3]), i64s(&[0; 6], [3, 2]), zeros([2, 2]), shape).unwrap_err();
+    let err = SparseTensor::<3>::csr(i64s(&[0, 1, 2, 0, 1, 2], [2, 3]), i64s(&[0; 6], [3, 2]), zeros([2, 2]), shape)
+        .unwrap_err();
     assert_eq!(err, SparseError::ShapeMismatch { component: "col_indices", expected: vec![2, 2], actual: vec![3, 2] });
-    let err = SparseTensor::<3>::csr(i64s(&[0, 1, 2, 0, 1, 2], [2, 3]), i64s(&[0, 1, 0, 1], [2, 2]), zeros([3, 2]), shape).unwrap_err();
+    let err =
+        SparseTensor::<3>::csr(i64s(&[0, 1, 2, 0, 1, 2], [2, 3]), i64s(&[0, 1, 0, 1], [2, 2]), zeros([3, 2]), shape)
+            .unwrap_err();
     assert_eq!(err, SparseError::ShapeMismatch { component: "values", expected: vec![2, 2], actual: vec![3, 2] });
     // Without batch dims: crow_indices of the wrong length, values of the wrong length.
     let err = compressed2(&[0, 2, 4, 4], &[0, 1, 0, 1], [2, 2], Layout::Csr).unwrap_err();
@@ -241,9 +302,11 @@ fn compressed_batch_shape_mismatch() {
 #[test]
 fn compressed_rank_mismatch() {
     // 1-D index tensors and 1-D values cannot make a rank-3 (hybrid) CSR tensor.
-    let err = SparseTensor::<3>::csr(i64s(&[0, 2, 4], [3]), i64s(&[0, 1, 0, 1], [4]), zeros([4]), [2, 2, 2]).unwrap_err();
+    let err =
+        SparseTensor::<3>::csr(i64s(&[0, 2, 4], [3]), i64s(&[0, 1, 0, 1], [4]), zeros([4]), [2, 2, 2]).unwrap_err();
     assert!(matches!(err, SparseError::InvalidArgument { operation: "sparse_compressed_tensor", .. }), "{err:?}");
-    let err = SparseTensor::<2>::compressed(i64s(&[0, 1], [2]), i64s(&[0], [1]), zeros([1]), [1, 1], Layout::Coo).unwrap_err();
+    let err = SparseTensor::<2>::compressed(i64s(&[0, 1], [2]), i64s(&[0], [1]), zeros([1]), [1, 1], Layout::Coo)
+        .unwrap_err();
     assert_eq!(err, SparseError::UnsupportedLayout { operation: "sparse_compressed_tensor", layout: "sparse_coo" });
 }
 
@@ -255,30 +318,57 @@ fn dimension_too_large_for_index_dtype() {
     let err = SparseTensor::<2>::coo(ints(&[], [2, 0], DType::I32), zeros([0]), [big, 2]).unwrap_err();
     check(
         err,
-        SparseError::DimensionTooLarge { component: "size", dim: 0, size: big, index_dtype: "int32", max: i32::MAX as i64 },
+        SparseError::DimensionTooLarge {
+            component: "size",
+            dim: 0,
+            size: big,
+            index_dtype: "int32",
+            max: i32::MAX as i64,
+        },
         "size: 3000000000 (dimension 0) does not fit the index dtype int32 (max 2147483647)",
     );
     assert!(SparseTensor::<2>::coo(ints(&[], [2, 0], DType::I64), zeros([0]), [big, 2]).is_ok());
-    let err = SparseTensor::<2>::csr(ints(&[0, 0, 0], [3], DType::I16), ints(&[], [0], DType::I16), zeros([0]), [2, 40_000]).unwrap_err();
-    assert_eq!(err, SparseError::DimensionTooLarge { component: "size", dim: 1, size: 40_000, index_dtype: "int16", max: 32_767 });
+    let err =
+        SparseTensor::<2>::csr(ints(&[0, 0, 0], [3], DType::I16), ints(&[], [0], DType::I16), zeros([0]), [2, 40_000])
+            .unwrap_err();
+    assert_eq!(
+        err,
+        SparseError::DimensionTooLarge { component: "size", dim: 1, size: 40_000, index_dtype: "int16", max: 32_767 }
+    );
     let err = SparseTensor::<2>::coo(ints(&[0, 0], [2, 1], DType::I8), zeros([1]), [2, 200]).unwrap_err();
-    assert_eq!(err, SparseError::DimensionTooLarge { component: "size", dim: 1, size: 200, index_dtype: "int8", max: 127 });
+    assert_eq!(
+        err,
+        SparseError::DimensionTooLarge { component: "size", dim: 1, size: 200, index_dtype: "int8", max: 127 }
+    );
     let spec = SparseSpec { index_dtype: DType::I8, ..SparseSpec::new(Layout::Coo) };
     let err = zeros([2, 200]).to_sparse_with(spec).unwrap_err();
-    assert_eq!(err, SparseError::DimensionTooLarge { component: "size", dim: 1, size: 200, index_dtype: "int8", max: 127 });
+    assert_eq!(
+        err,
+        SparseError::DimensionTooLarge { component: "size", dim: 1, size: 200, index_dtype: "int8", max: 127 }
+    );
 }
 
 /// Index tensors must hold signed integers of 8 to 64 bits.
 #[test]
 fn unsupported_index_dtype() {
     let err = SparseTensor::<2>::coo(ints(&[0, 1, 1, 2, 0, 2], [2, 3], DType::U8), zeros([3]), [2, 3]).unwrap_err();
-    check(err, SparseError::UnsupportedDtype { component: "indices", dtype: "U8".into() }, "indices: unsupported dtype U8");
+    check(
+        err,
+        SparseError::UnsupportedDtype { component: "indices", dtype: "U8".into() },
+        "indices: unsupported dtype U8",
+    );
 }
 
 /// Compressed indices count up to nse, which must fit the index dtype too.
 #[test]
 fn nse_too_large_for_index_dtype() {
-    let err = SparseTensor::<2>::csr(ints(&[0; 21], [21], DType::I8), ints(&[0; 200], [200], DType::I8), zeros([200]), [20, 20]).unwrap_err();
+    let err = SparseTensor::<2>::csr(
+        ints(&[0; 21], [21], DType::I8),
+        ints(&[0; 200], [200], DType::I8),
+        zeros([200]),
+        [20, 20],
+    )
+    .unwrap_err();
     check(
         err,
         SparseError::DimensionTooLarge { component: "nse", dim: 0, size: 200, index_dtype: "int8", max: 127 },
@@ -287,7 +377,10 @@ fn nse_too_large_for_index_dtype() {
     let ones = Tensor::<2>::ones([20, 20], (&dev(), DType::F32));
     let spec = SparseSpec { index_dtype: DType::I8, ..SparseSpec::new(Layout::Csr) };
     let err = ones.clone().to_sparse_with(spec).unwrap_err();
-    assert_eq!(err, SparseError::DimensionTooLarge { component: "nse", dim: 0, size: 400, index_dtype: "int8", max: 127 });
+    assert_eq!(
+        err,
+        SparseError::DimensionTooLarge { component: "nse", dim: 0, size: 400, index_dtype: "int8", max: 127 }
+    );
     // COO holds coordinates, not counts: 400 entries with int8 indices are fine. Its CSR form
     // counts them, so the conversion widens the indices (to int16) instead of failing or
     // narrowing.
@@ -317,7 +410,8 @@ fn element_count_over_i64() {
     assert!(err.is_ok(), "2^40 elements fit");
     // A hybrid BSR tensor with one huge block and no stored block.
     let shape = [1 << 32, 1 << 31, 1];
-    let err = SparseTensor::<3>::bsr(i64s(&[0, 0], [2]), i64s(&[], [0]), zeros([0, 1 << 32, 1 << 31, 1]), shape).unwrap_err();
+    let err =
+        SparseTensor::<3>::bsr(i64s(&[0, 0], [2]), i64s(&[], [0]), zeros([0, 1 << 32, 1 << 31, 1]), shape).unwrap_err();
     assert_eq!(err, SparseError::ElementCountOverflow { shape: shape.to_vec() });
 }
 
@@ -335,11 +429,23 @@ fn blocksize_does_not_divide() {
     assert_eq!(err, SparseError::BlocksizeMismatch { dim: 1, size: 6, block: 4 });
     // Dense -> BSR / BSC, with and without batch dims.
     let dense = Tensor::<2>::ones([4, 6], (&dev(), DType::F32));
-    assert_eq!(dense.clone().to_sparse_bsr([2, 4]).unwrap_err(), SparseError::BlocksizeMismatch { dim: 1, size: 6, block: 4 });
-    assert_eq!(dense.clone().to_sparse_bsc([3, 3]).unwrap_err(), SparseError::BlocksizeMismatch { dim: 0, size: 4, block: 3 });
-    assert_eq!(dense.clone().to_sparse_bsr([0, 3]).unwrap_err(), SparseError::BlocksizeMismatch { dim: 0, size: 4, block: 0 });
+    assert_eq!(
+        dense.clone().to_sparse_bsr([2, 4]).unwrap_err(),
+        SparseError::BlocksizeMismatch { dim: 1, size: 6, block: 4 }
+    );
+    assert_eq!(
+        dense.clone().to_sparse_bsc([3, 3]).unwrap_err(),
+        SparseError::BlocksizeMismatch { dim: 0, size: 4, block: 3 }
+    );
+    assert_eq!(
+        dense.clone().to_sparse_bsr([0, 3]).unwrap_err(),
+        SparseError::BlocksizeMismatch { dim: 0, size: 4, block: 0 }
+    );
     let batched = Tensor::<3>::ones([2, 4, 6], (&dev(), DType::F32));
-    assert_eq!(batched.to_sparse_bsr([3, 3]).unwrap_err(), SparseError::BlocksizeMismatch { dim: 1, size: 4, block: 3 });
+    assert_eq!(
+        batched.to_sparse_bsr([3, 3]).unwrap_err(),
+        SparseError::BlocksizeMismatch { dim: 1, size: 4, block: 3 }
+    );
     // Sparse -> BSR / BSC.
     let coo = dense.clone().to_sparse().unwrap();
     assert_eq!(coo.to_sparse_bsr([2, 4]).unwrap_err(), SparseError::BlocksizeMismatch { dim: 1, size: 6, block: 4 });
@@ -389,13 +495,31 @@ fn accessor_of_another_layout() {
     let csr = coo.to_sparse_csr().unwrap();
     let csc = coo.to_sparse_csc().unwrap();
     let bsr = coo.to_sparse_bsr([1, 3]).unwrap();
-    assert_eq!(csc.col_indices::<1>().unwrap_err(), SparseError::UnsupportedLayout { operation: "col_indices", layout: "sparse_csc" });
-    assert_eq!(csr.ccol_indices::<1>().unwrap_err(), SparseError::UnsupportedLayout { operation: "ccol_indices", layout: "sparse_csr" });
-    assert_eq!(bsr.row_indices::<1>().unwrap_err(), SparseError::UnsupportedLayout { operation: "row_indices", layout: "sparse_bsr" });
-    assert_eq!(csr.indices().unwrap_err(), SparseError::UnsupportedLayout { operation: "indices", layout: "sparse_csr" });
-    assert_eq!(csc.indices_raw().unwrap_err(), SparseError::UnsupportedLayout { operation: "_indices", layout: "sparse_csc" });
+    assert_eq!(
+        csc.col_indices::<1>().unwrap_err(),
+        SparseError::UnsupportedLayout { operation: "col_indices", layout: "sparse_csc" }
+    );
+    assert_eq!(
+        csr.ccol_indices::<1>().unwrap_err(),
+        SparseError::UnsupportedLayout { operation: "ccol_indices", layout: "sparse_csr" }
+    );
+    assert_eq!(
+        bsr.row_indices::<1>().unwrap_err(),
+        SparseError::UnsupportedLayout { operation: "row_indices", layout: "sparse_bsr" }
+    );
+    assert_eq!(
+        csr.indices().unwrap_err(),
+        SparseError::UnsupportedLayout { operation: "indices", layout: "sparse_csr" }
+    );
+    assert_eq!(
+        csc.indices_raw().unwrap_err(),
+        SparseError::UnsupportedLayout { operation: "_indices", layout: "sparse_csc" }
+    );
     // The right accessor with the wrong rank (no batch dims: rank 1).
-    assert!(matches!(csr.crow_indices::<2>().unwrap_err(), SparseError::InvalidArgument { operation: "crow_indices", .. }));
+    assert!(matches!(
+        csr.crow_indices::<2>().unwrap_err(),
+        SparseError::InvalidArgument { operation: "crow_indices", .. }
+    ));
     assert_eq!(read_ints(csr.crow_indices::<1>().unwrap()), vec![0, 1, 3]);
 }
 
@@ -421,7 +545,8 @@ fn unchecked_constructors_take_contents_as_given() {
     assert_eq!(read_ints(bsr.col_indices::<1>().unwrap()), col);
     let bsc = SparseTensor::<2>::bsc_unchecked(i64s(&crow, [3]), i64s(&col, [4]), zeros([4, 3, 2]), [6, 4]);
     assert_eq!(read_ints(bsc.ccol_indices::<1>().unwrap()), crow);
-    let any = SparseTensor::<2>::compressed_unchecked(i64s(&crow, [3]), i64s(&col, [4]), zeros([4]), [2, 2], Layout::Csr);
+    let any =
+        SparseTensor::<2>::compressed_unchecked(i64s(&crow, [3]), i64s(&col, [4]), zeros([4]), [2, 2], Layout::Csr);
     assert_eq!(read_ints(any.col_indices::<1>().unwrap()), col);
     // The checked forms reject the same inputs.
     assert!(SparseTensor::<2>::coo(i64s(&[0, 5, -1, 9], [2, 2]), zeros([2]), [2, 3]).is_err());
@@ -459,7 +584,9 @@ fn empty_compressed_tensors() {
     assert_eq!(read_ints(batched.crow_indices::<2>().unwrap()), vec![0; 6]);
     assert_eq!(batched.col_indices::<2>().unwrap().dims(), [2, 0]);
     assert_eq!(batched.values::<2>().unwrap().dims(), [2, 0]);
-    let bsc = SparseTensor::<3>::bsc(i64s(&[0, 0, 0, 0, 0, 0], [2, 3]), i64s(&[], [2, 0]), zeros([2, 0, 2, 2]), [2, 4, 4]).unwrap();
+    let bsc =
+        SparseTensor::<3>::bsc(i64s(&[0, 0, 0, 0, 0, 0], [2, 3]), i64s(&[], [2, 0]), zeros([2, 0, 2, 2]), [2, 4, 4])
+            .unwrap();
     assert_eq!(bsc.values::<4>().unwrap().dims(), [2, 0, 2, 2]);
     assert_eq!(bsc.row_indices::<2>().unwrap().dims(), [2, 0]);
     assert_eq!(bsc.to_sparse_coo().nnz(), 0);

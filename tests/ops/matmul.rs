@@ -50,14 +50,24 @@ impl Fitted for Kind {
 }
 
 const KINDS: [Kind; 6] = [Kind::Coo, Kind::CooDup, Kind::Csr, Kind::Csc, Kind::Bsr([2, 3]), Kind::Bsc([4, 1])];
-const DTYPES: [(DType, DType); 4] = [(DType::F32, DType::I32), (DType::F32, DType::I64), (DType::F64, DType::I32), (DType::F64, DType::I64)];
+const DTYPES: [(DType, DType); 4] =
+    [(DType::F32, DType::I32), (DType::F32, DType::I64), (DType::F64, DType::I32), (DType::F64, DType::I64)];
 
 /// A sparse tensor of `kind` holding the dense host matrix `data` (shape `[rows, cols]` or
 /// `[batch, rows, cols]`); as `CooDup` every entry is split into 1..=3 duplicates, shuffled.
-fn sparse<const D: usize>(data: &[f64], shape: [usize; D], kind: Kind, vd: DType, id: DType, rng: &mut Rng) -> SparseTensor<D> {
+fn sparse<const D: usize>(
+    data: &[f64],
+    shape: [usize; D],
+    kind: Kind,
+    vd: DType,
+    id: DType,
+    rng: &mut Rng,
+) -> SparseTensor<D> {
     let (layout, blocksize) = kind.layout();
     if kind != Kind::CooDup {
-        let s = tensor(data, shape, vd).to_sparse_with(SparseSpec { layout, dense_dim: 0, blocksize, index_dtype: id }).unwrap();
+        let s = tensor(data, shape, vd)
+            .to_sparse_with(SparseSpec { layout, dense_dim: 0, blocksize, index_dtype: id })
+            .unwrap();
         assert_eq!((s.layout(), s.index_dtype(), s.dtype()), (layout, id, vd));
         return s;
     }
@@ -117,14 +127,24 @@ fn sparse_dense_products_match_dense_matmul() {
                     let y = sp::mm(&a, x.clone());
                     assert_eq!((y.dims(), y.dtype()), ([m, n], vd));
                     assert_near(&floats(y), &floats(reference.clone()), t, &what("mm", n));
-                    assert_near(&floats(sp::try_mm(&a, x.clone()).unwrap()), &floats(reference.clone()), t, &what("try_mm", n));
+                    assert_near(
+                        &floats(sp::try_mm(&a, x.clone()).unwrap()),
+                        &floats(reference.clone()),
+                        t,
+                        &what("try_mm", n),
+                    );
 
                     // dense @ sparse: x [n, m] @ a [m, k].
                     let xl = tensor(&rng.values(n * m), [n, m], vd);
                     let z = sp::mm_dense_sparse(xl.clone(), &a);
                     assert_eq!(z.dims(), [n, k]);
                     assert_near(&floats(z), &floats(xl.clone().matmul(ad.clone())), t, &what("mm_dense_sparse", n));
-                    assert_near(&floats(sp::try_mm_dense_sparse(xl.clone(), &a).unwrap()), &floats(xl.matmul(ad.clone())), t, &what("try_mm_dense_sparse", n));
+                    assert_near(
+                        &floats(sp::try_mm_dense_sparse(xl.clone(), &a).unwrap()),
+                        &floats(xl.matmul(ad.clone())),
+                        t,
+                        &what("try_mm_dense_sparse", n),
+                    );
 
                     // addmm: beta * input + alpha * a @ x.
                     let input = tensor(&rng.values(m * n), [m, n], vd);
@@ -134,19 +154,35 @@ fn sparse_dense_products_match_dense_matmul() {
                     // hspmm: rows of a with stored entries, each a dense row of the product.
                     let h = sp::hspmm(&a, x.clone());
                     let rows = stored_rows(&pat, k);
-                    assert_eq!((h.layout(), h.shape(), h.sparse_dim(), h.dense_dim()), (Layout::Coo, [m, n], 1, 1), "{}", what("hspmm", n));
+                    assert_eq!(
+                        (h.layout(), h.shape(), h.sparse_dim(), h.dense_dim()),
+                        (Layout::Coo, [m, n], 1, 1),
+                        "{}",
+                        what("hspmm", n)
+                    );
                     assert_eq!(ints(h.indices_raw().unwrap()), rows, "{}", what("hspmm rows", n));
                     assert_eq!(h.values_flat().dims(), [rows.len(), n]);
                     let rref = floats(reference.clone());
-                    let expected_vals: Vec<f64> = rows.iter().flat_map(|&r| rref[r as usize * n..(r as usize + 1) * n].to_vec()).collect();
+                    let expected_vals: Vec<f64> =
+                        rows.iter().flat_map(|&r| rref[r as usize * n..(r as usize + 1) * n].to_vec()).collect();
                     assert_near(&floats(h.values_flat()), &expected_vals, t, &what("hspmm values", n));
                     assert_near(&floats(h.to_dense()), &rref, t, &what("hspmm to_dense", n));
-                    assert_near(&floats(sp::try_hspmm(&a, x.clone()).unwrap().to_dense()), &rref, t, &what("try_hspmm", n));
+                    assert_near(
+                        &floats(sp::try_hspmm(&a, x.clone()).unwrap().to_dense()),
+                        &rref,
+                        t,
+                        &what("try_hspmm", n),
+                    );
 
                     // smm (torch: sspaddmm(empty, a, x, 0, 1)): every column of the rows of a
                     // with stored entries, a structural pattern (BSR's stored zeros included).
                     let s = sp::smm(&a, x.clone());
-                    assert_eq!((s.layout(), s.shape(), s.nnz(), s.index_dtype()), (Layout::Coo, [m, n], rows.len() * n, id), "{}", what("smm", n));
+                    assert_eq!(
+                        (s.layout(), s.shape(), s.nnz(), s.index_dtype()),
+                        (Layout::Coo, [m, n], rows.len() * n, id),
+                        "{}",
+                        what("smm", n)
+                    );
                     assert!(s.is_coalesced());
                     assert_near(&floats(s.to_dense()), &rref, t, &what("smm", n));
                     assert_near(&floats(sp::try_smm(&a, x.clone()).unwrap().to_dense()), &rref, t, &what("try_smm", n));
@@ -179,9 +215,19 @@ fn larger_random_products_match_dense_matmul() {
             let ad = tensor(&data, [m, k], vd);
             for n in [3, 70] {
                 let x = tensor(&rng.values(k * n), [k, n], vd);
-                assert_near(&floats(sp::mm(&a, x.clone())), &floats(ad.clone().matmul(x)), tol(vd), &format!("mm {kind:?} {vd:?} n={n}"));
+                assert_near(
+                    &floats(sp::mm(&a, x.clone())),
+                    &floats(ad.clone().matmul(x)),
+                    tol(vd),
+                    &format!("mm {kind:?} {vd:?} n={n}"),
+                );
                 let xl = tensor(&rng.values(n * m), [n, m], vd);
-                assert_near(&floats(sp::mm_dense_sparse(xl.clone(), &a)), &floats(xl.matmul(ad.clone())), tol(vd), &format!("mm_dense_sparse {kind:?} {vd:?} n={n}"));
+                assert_near(
+                    &floats(sp::mm_dense_sparse(xl.clone(), &a)),
+                    &floats(xl.matmul(ad.clone())),
+                    tol(vd),
+                    &format!("mm_dense_sparse {kind:?} {vd:?} n={n}"),
+                );
             }
         }
     }
@@ -199,18 +245,27 @@ fn sparse_sparse_product_matches_dense_matmul() {
             for kb in b_kinds {
                 // Index dtypes of the operands may differ; the result takes a's.
                 let idb = DTYPES[(i + 1) % 4].1;
-                for (which, ad, bd) in [("full", a_data.clone(), b_data.clone()), ("empty a", vec![0.0; m * k], b_data.clone()), ("empty b", a_data.clone(), vec![0.0; k * n])] {
+                for (which, ad, bd) in [
+                    ("full", a_data.clone(), b_data.clone()),
+                    ("empty a", vec![0.0; m * k], b_data.clone()),
+                    ("empty b", a_data.clone(), vec![0.0; k * n]),
+                ] {
                     let a = sparse(&ad, [m, k], ka, vd, id, &mut rng);
                     let b = sparse(&bd, [k, n], kb, vd, idb, &mut rng);
                     let what = format!("{ka:?} @ {kb:?} {which} {vd:?}/{id:?}");
                     let c = sp::mm(&a, &b);
-                    assert_eq!((c.layout(), c.shape(), c.index_dtype(), c.dtype()), (Layout::Coo, [m, n], id, vd), "{what}");
+                    assert_eq!(
+                        (c.layout(), c.shape(), c.index_dtype(), c.dtype()),
+                        (Layout::Coo, [m, n], id, vd),
+                        "{what}"
+                    );
                     assert!(c.is_coalesced(), "{what}");
                     let reference = tensor(&ad, [m, k], vd).matmul(tensor(&bd, [k, n], vd));
                     assert_near(&floats(c.to_dense()), &floats(reference), tol(vd), &what);
                     // Structural result: (i, j) is stored when some stored a[i, p] meets a stored b[p, j].
                     let (pa, pb) = (pattern(&ad, [m, k], ka), pattern(&bd, [k, n], kb));
-                    let structural = (0..m * n).filter(|&ij| (0..k).any(|p| pa[ij / n * k + p] && pb[p * n + ij % n])).count();
+                    let structural =
+                        (0..m * n).filter(|&ij| (0..k).any(|p| pa[ij / n * k + p] && pb[p * n + ij % n])).count();
                     assert_eq!(c.nnz(), structural, "{what}: stored entries");
                     assert_eq!(sp::spgemm(&a, &b).unwrap().nnz(), structural, "{what}: spgemm");
                 }
@@ -237,7 +292,8 @@ fn sspaddmm_matches_dense() {
                     let s = sp::sspaddmm(&input, &mat1, x.clone(), 0.75, 2.0);
                     assert_eq!((s.layout(), s.shape(), s.dense_dim()), (Layout::Coo, [m, n], 0), "{what}");
                     assert!(s.is_coalesced(), "{what}");
-                    let expected = tensor(&input_data, [m, n], vd) * 0.75 + tensor(&md, [m, k], vd).matmul(x.clone()) * 2.0;
+                    let expected =
+                        tensor(&input_data, [m, n], vd) * 0.75 + tensor(&md, [m, k], vd).matmul(x.clone()) * 2.0;
                     assert_near(&floats(s.to_dense()), &floats(expected), tol(vd), &what);
                     // Stored: input's entries and every column of the rows where mat1 has entries.
                     let rows = stored_rows(&pattern(&md, [m, k], kind), k);
@@ -254,7 +310,11 @@ fn sspaddmm_matches_dense() {
 
 /// `mask ⊙ (beta * input + alpha * product)` on host data.
 fn masked(pattern: &[bool], input: &[f64], product: &[f64], beta: f64, alpha: f64) -> Vec<f64> {
-    pattern.iter().zip(input.iter().zip(product)).map(|(&p, (&i, &q))| if p { beta * i + alpha * q } else { 0.0 }).collect()
+    pattern
+        .iter()
+        .zip(input.iter().zip(product))
+        .map(|(&p, (&i, &q))| if p { beta * i + alpha * q } else { 0.0 })
+        .collect()
 }
 
 #[test]
@@ -269,12 +329,17 @@ fn sampled_addmm_matches_the_masked_dense_product() {
                 let kind = kind.fitted([m, n], [2, 7]);
                 for (which, idata) in [("main", input_data.clone()), ("empty", vec![0.0; m * n])] {
                     let input = sparse(&idata, [m, n], kind, vd, id, &mut rng);
-                    let (a, b) = (tensor(&rng.values(m * kdim), [m, kdim], vd), tensor(&rng.values(kdim * n), [kdim, n], vd));
+                    let (a, b) =
+                        (tensor(&rng.values(m * kdim), [m, kdim], vd), tensor(&rng.values(kdim * n), [kdim, n], vd));
                     let pat = pattern(&idata, [m, n], kind);
                     let product = floats(a.clone().matmul(b.clone()));
                     let what = format!("sampled_addmm {kind:?} {which} {vd:?}/{id:?} k={kdim}");
                     let s = sp::sampled_addmm(&input, a.clone(), b.clone(), -0.5, 1.25);
-                    assert_eq!((s.layout(), s.shape(), s.nnz(), s.dtype()), (Layout::Csr, [m, n], pat.iter().filter(|&&p| p).count(), vd), "{what}");
+                    assert_eq!(
+                        (s.layout(), s.shape(), s.nnz(), s.dtype()),
+                        (Layout::Csr, [m, n], pat.iter().filter(|&&p| p).count(), vd),
+                        "{what}"
+                    );
                     assert_near(&floats(s.to_dense()), &masked(&pat, &idata, &product, -0.5, 1.25), tol(vd), &what);
                     let t = sp::try_sampled_addmm(&input, a, b, 0.0, 1.0).unwrap();
                     assert_near(&floats(t.to_dense()), &masked(&pat, &idata, &product, 0.0, 1.0), tol(vd), &what);
@@ -302,7 +367,11 @@ fn batched_sampled_addmm_matches_the_masked_dense_product() {
                     let product = floats(a.clone().matmul(b.clone()));
                     let what = format!("batched sampled_addmm {kind:?} nse={} {vd:?}/{id:?} k={kdim}", per_batch * 2);
                     let s = sp::sampled_addmm(&input, a, b, 1.5, -0.25);
-                    assert_eq!((s.layout(), s.shape(), s.batch_dim(), s.nnz()), (Layout::Csr, [bt, m, n], 1, per_batch * 2), "{what}");
+                    assert_eq!(
+                        (s.layout(), s.shape(), s.batch_dim(), s.nnz()),
+                        (Layout::Csr, [bt, m, n], 1, per_batch * 2),
+                        "{what}"
+                    );
                     assert_near(&floats(s.to_dense()), &masked(&pat, &idata, &product, 1.5, -0.25), tol(vd), &what);
                 }
             }
@@ -351,7 +420,9 @@ fn mm_backward_on_a_million_by_million_matrix() {
     let nnz = entries.len();
     let vals = rng.values(nnz);
     let (xs, ws) = (rng.values(size * 2), rng.values(size * 2));
-    let f64t = |data: &[f64], shape: [usize; 2]| Tensor::<2>::from_data(TensorData::new(data.to_vec(), shape), (&device, DType::F64));
+    let f64t = |data: &[f64], shape: [usize; 2]| {
+        Tensor::<2>::from_data(TensorData::new(data.to_vec(), shape), (&device, DType::F64))
+    };
     let rows: Vec<i64> = entries.iter().map(|e| e.0 as i64).collect();
     let cols: Vec<i64> = entries.iter().map(|e| e.1 as i64).collect();
     let mut crow = vec![0i64; size + 1];
@@ -362,7 +433,13 @@ fn mm_backward_on_a_million_by_million_matrix() {
         crow[r + 1] += crow[r];
     }
     let vt = Tensor::<1>::from_data(TensorData::new(vals.clone(), [nnz]), (&device, DType::F64));
-    let csr = SparseTensor::csr(index_on(&crow, [size + 1], DType::I32, &device), index_on(&cols, [nnz], DType::I32, &device), vt, [size, size]).unwrap();
+    let csr = SparseTensor::csr(
+        index_on(&crow, [size + 1], DType::I32, &device),
+        index_on(&cols, [nnz], DType::I32, &device),
+        vt,
+        [size, size],
+    )
+    .unwrap();
     let mut idx = rows.clone();
     idx.extend(&cols);
     // The COO entries in reverse order: unsorted, as users build them.
@@ -460,9 +537,21 @@ fn mismatched_shapes_are_invalid_arguments() {
         let b = sparse(&data, [2, 3, 4], kind, DType::F32, DType::I32, &mut rng);
         assert_invalid(sp::try_bmm(&b, zeros([3, 4, 2])), "bmm", "batch");
         assert_invalid(sp::try_bmm(&b, zeros([2, 3, 2])), "bmm", "inner");
-        assert_invalid(sp::try_sampled_addmm(&b, zeros([1, 3, 2]), zeros([2, 2, 4]), 1.0, 1.0), "sampled_addmm", "mat1 batch");
-        assert_invalid(sp::try_sampled_addmm(&b, zeros([2, 3, 2]), zeros([1, 2, 4]), 1.0, 1.0), "sampled_addmm", "mat2 batch");
-        assert_invalid(sp::try_sampled_addmm(&b, zeros([2, 3, 2]), zeros([2, 2, 5]), 1.0, 1.0), "sampled_addmm", "columns");
+        assert_invalid(
+            sp::try_sampled_addmm(&b, zeros([1, 3, 2]), zeros([2, 2, 4]), 1.0, 1.0),
+            "sampled_addmm",
+            "mat1 batch",
+        );
+        assert_invalid(
+            sp::try_sampled_addmm(&b, zeros([2, 3, 2]), zeros([1, 2, 4]), 1.0, 1.0),
+            "sampled_addmm",
+            "mat2 batch",
+        );
+        assert_invalid(
+            sp::try_sampled_addmm(&b, zeros([2, 3, 2]), zeros([2, 2, 5]), 1.0, 1.0),
+            "sampled_addmm",
+            "columns",
+        );
     }
 }
 
@@ -538,8 +627,16 @@ fn hybrid_operands_are_rejected() {
     assert!(matches!(sp::try_mm(&h, &small(Kind::Csr, [3, 2])), Err(SparseError::InvalidArgument { .. })));
     assert!(matches!(sp::try_mm(&small(Kind::Csr, [2, 4]), &h), Err(SparseError::InvalidArgument { .. })));
     assert_invalid(sp::try_sspaddmm(&small(Kind::Coo, [4, 2]), &h, zeros([3, 2]), 1.0, 1.0), "mm", "sspaddmm mat1");
-    assert_invalid(sp::try_sspaddmm(&hybrid(4, 2), &small(Kind::Csr, [4, 3]), zeros([3, 2]), 1.0, 1.0), "sspaddmm", "sspaddmm input");
-    assert_invalid(sp::try_sampled_addmm(&hybrid(4, 3), zeros([4, 2]), zeros([2, 3]), 1.0, 1.0), "sampled_addmm", "sampled_addmm");
+    assert_invalid(
+        sp::try_sspaddmm(&hybrid(4, 2), &small(Kind::Csr, [4, 3]), zeros([3, 2]), 1.0, 1.0),
+        "sspaddmm",
+        "sspaddmm input",
+    );
+    assert_invalid(
+        sp::try_sampled_addmm(&hybrid(4, 3), zeros([4, 2]), zeros([2, 3]), 1.0, 1.0),
+        "sampled_addmm",
+        "sampled_addmm",
+    );
     // 3-D: COO [B, m, k] with the last dim dense, and a CSR [m, k, d] with a dense dim.
     let values = tensor(&[1.0; 6], [2, 3], DType::F32);
     let h3 = SparseTensor::coo(index_on(&[0, 1, 1, 0], [2, 2], DType::I64, &dev()), values, [2, 2, 3]).unwrap();
@@ -567,9 +664,19 @@ fn half_precision_products_accumulate_in_f32() {
             assert_eq!(floats(y), vec![len as f64], "{what}: mm");
             // dense @ sparse runs the transposed kernel: x [1, len] @ aᵀ [len, 1].
             let at = sparse(&vec![1.0; len], [len, 1], kind, dtype, DType::I32, &mut rng);
-            assert_eq!(floats(sp::mm_dense_sparse(tensor(&vec![1.0; len], [1, len], dtype), &at)), vec![len as f64], "{what}: mm_dense_sparse");
+            assert_eq!(
+                floats(sp::mm_dense_sparse(tensor(&vec![1.0; len], [1, len], dtype), &at)),
+                vec![len as f64],
+                "{what}: mm_dense_sparse"
+            );
             let pattern = sparse(&[1.0], [1, 1], kind, dtype, DType::I32, &mut rng);
-            let s = sp::sampled_addmm(&pattern, tensor(&vec![1.0; len], [1, len], dtype), tensor(&vec![1.0; len], [len, 1], dtype), 0.0, 1.0);
+            let s = sp::sampled_addmm(
+                &pattern,
+                tensor(&vec![1.0; len], [1, len], dtype),
+                tensor(&vec![1.0; len], [len, 1], dtype),
+                0.0,
+                1.0,
+            );
             assert_eq!(floats(s.to_dense()), vec![len as f64], "{what}: sampled_addmm");
         }
     }

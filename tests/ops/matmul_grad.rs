@@ -7,7 +7,10 @@
 use crate::common_ops;
 
 use burn::tensor::DType;
-use common_ops::{ad, assert_near, batched, f64s, flat, floats, gradcheck_all, index_on, ints, matrix, rebuild, split_entries, Kind, Rng};
+use common_ops::{
+    ad, assert_near, batched, f64s, flat, floats, gradcheck_all, index_on, ints, matrix, rebuild, split_entries, Kind,
+    Rng,
+};
 use sparsegrad::gradcheck::GradInput;
 use sparsegrad::prelude::*;
 use sparsegrad::sparse::{self as sp};
@@ -49,7 +52,9 @@ fn index_dtype(i: usize) -> DType {
 fn sparse<const D: usize>(data: &[f64], shape: [usize; D], kind: Kind, id: DType, rng: &mut Rng) -> SparseTensor<D> {
     let (layout, blocksize) = kind.layout();
     if kind != Kind::CooDup {
-        return f64s(data, shape).to_sparse_with(SparseSpec { layout, dense_dim: 0, blocksize, index_dtype: id }).unwrap();
+        return f64s(data, shape)
+            .to_sparse_with(SparseSpec { layout, dense_dim: 0, blocksize, index_dtype: id })
+            .unwrap();
     }
     let (idx, vals) = split_entries(data, shape, |rng| 1 + rng.below(2), rng);
     let n = vals.len();
@@ -80,7 +85,8 @@ fn positions(s: &SparseTensor<2>) -> Vec<(usize, usize)> {
             let mut out = vec![];
             for (j, &plain) in p.iter().enumerate() {
                 let seg = (0..c.len() - 1).find(|&g| c[g + 1] as usize > j).unwrap();
-                let (brow, bcol) = if s.layout().compresses_rows() { (seg, plain as usize) } else { (plain as usize, seg) };
+                let (brow, bcol) =
+                    if s.layout().compresses_rows() { (seg, plain as usize) } else { (plain as usize, seg) };
                 for i in 0..br {
                     for jj in 0..bc {
                         out.push((brow * br + i, bcol * bc + jj));
@@ -104,7 +110,8 @@ fn mm_gradients_are_sddmm_on_the_pattern_and_a_transpose_product() {
             let x = f64s(&xs, [k, n]).require_grad();
             let grads = (sp::mm(&a, x.clone()) * f64s(&ws, [m, n])).sum().backward();
             // d/dvalues = (W Xᵀ)[row, col] at each stored value, duplicates included.
-            let expected: Vec<f64> = positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ws[r * n + t] * xs[c * n + t]).sum()).collect();
+            let expected: Vec<f64> =
+                positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ws[r * n + t] * xs[c * n + t]).sum()).collect();
             let dv = a.values_flat().grad(&grads).map(floats).unwrap_or_default();
             assert_close(&dv, &expected, &format!("{what}: d/dvalues"));
             // d/dX = Aᵀ W.
@@ -117,11 +124,16 @@ fn mm_gradients_are_sddmm_on_the_pattern_and_a_transpose_product() {
             let (ls, w2) = (rng.values(n * m), rng.values(n * k));
             let xl = f64s(&ls, [n, m]).require_grad();
             let grads = (sp::mm_dense_sparse(xl.clone(), &a) * f64s(&w2, [n, k])).sum().backward();
-            let expected: Vec<f64> = positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ls[t * m + r] * w2[t * k + c]).sum()).collect();
+            let expected: Vec<f64> =
+                positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ls[t * m + r] * w2[t * k + c]).sum()).collect();
             let dv = a.values_flat().grad(&grads).map(floats).unwrap_or_default();
             assert_close(&dv, &expected, &format!("{what}: dense@sparse d/dvalues"));
             let expected_dx = floats(f64s(&w2, [n, k]).matmul(dense_a.transpose()));
-            assert_close(&floats(xl.grad(&grads).expect("Xl gradient")), &expected_dx, &format!("{what}: dense@sparse d/dXl"));
+            assert_close(
+                &floats(xl.grad(&grads).expect("Xl gradient")),
+                &expected_dx,
+                &format!("{what}: dense@sparse d/dXl"),
+            );
         }
     }
 }
@@ -138,9 +150,17 @@ fn gradcheck_mm_sparse_dense_and_dense_sparse() {
             let a = sparse(&data, [m, k], kind, index_dtype(i), &mut rng);
             let name = format!("{kind:?} {which}");
             let x = f64s(&rng.values(k * n), [k, n]);
-            gradcheck_all(&format!("mm {name}"), |v| flat(sp::mm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n]))), &[GradInput::sparse("values", &a), GradInput::dense("x", &x)]);
+            gradcheck_all(
+                &format!("mm {name}"),
+                |v| flat(sp::mm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n]))),
+                &[GradInput::sparse("values", &a), GradInput::dense("x", &x)],
+            );
             let xl = f64s(&rng.values(n * m), [n, m]);
-            gradcheck_all(&format!("mm_dense_sparse {name}"), |v| flat(sp::mm_dense_sparse(v[0].clone().reshape([n, m]), &rebuild(&a, &v[1]))), &[GradInput::dense("x", &xl), GradInput::sparse("values", &a)]);
+            gradcheck_all(
+                &format!("mm_dense_sparse {name}"),
+                |v| flat(sp::mm_dense_sparse(v[0].clone().reshape([n, m]), &rebuild(&a, &v[1]))),
+                &[GradInput::dense("x", &xl), GradInput::sparse("values", &a)],
+            );
         }
     }
     // n past the 64-column tile: the kernels' tiled paths in both directions and the SDDMM.
@@ -148,7 +168,11 @@ fn gradcheck_mm_sparse_dense_and_dense_sparse() {
     for kind in [Kind::Csr, Kind::Csc] {
         let a = sparse(&data, [m, k], kind, DType::I32, &mut rng);
         let x = f64s(&rng.values(k * 70), [k, 70]);
-        gradcheck_all(&format!("mm {kind:?} n=70"), |v| flat(sp::mm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, 70]))), &[GradInput::sparse("values", &a), GradInput::dense("x", &x)]);
+        gradcheck_all(
+            &format!("mm {kind:?} n=70"),
+            |v| flat(sp::mm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, 70]))),
+            &[GradInput::sparse("values", &a), GradInput::dense("x", &x)],
+        );
     }
 }
 
@@ -160,18 +184,43 @@ fn gradcheck_addmm_mv_smm_hspmm() {
         for (which, data) in operands(&mut rng) {
             let a = sparse(&data, [m, k], kind, index_dtype(i), &mut rng);
             let name = format!("{kind:?} {which}");
-            let (input, x, vec) = (f64s(&rng.values(m * n), [m, n]), f64s(&rng.values(k * n), [k, n]), f64s(&rng.values(k), [k]));
+            let (input, x, vec) =
+                (f64s(&rng.values(m * n), [m, n]), f64s(&rng.values(k * n), [k, n]), f64s(&rng.values(k), [k]));
             let vals = GradInput::sparse("values", &a);
             gradcheck_all(
                 &format!("addmm {name}"),
-                |v| flat(sp::addmm(v[0].clone().reshape([m, n]), &rebuild(&a, &v[1]), v[2].clone().reshape([k, n]), 0.5, -2.0)),
+                |v| {
+                    flat(sp::addmm(
+                        v[0].clone().reshape([m, n]),
+                        &rebuild(&a, &v[1]),
+                        v[2].clone().reshape([k, n]),
+                        0.5,
+                        -2.0,
+                    ))
+                },
                 &[GradInput::dense("input", &input), vals.clone(), GradInput::dense("x", &x)],
             );
-            gradcheck_all(&format!("mv {name}"), |v| sp::mv(&rebuild(&a, &v[0]), v[1].clone()), &[vals.clone(), GradInput::dense("v", &vec)]);
-            gradcheck_all(&format!("smm {name}"), |v| flat(sp::smm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()), &[vals.clone(), GradInput::dense("x", &x)]);
-            gradcheck_all(&format!("hspmm {name}"), |v| flat(sp::hspmm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()), &[vals.clone(), GradInput::dense("x", &x)]);
+            gradcheck_all(
+                &format!("mv {name}"),
+                |v| sp::mv(&rebuild(&a, &v[0]), v[1].clone()),
+                &[vals.clone(), GradInput::dense("v", &vec)],
+            );
+            gradcheck_all(
+                &format!("smm {name}"),
+                |v| flat(sp::smm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()),
+                &[vals.clone(), GradInput::dense("x", &x)],
+            );
+            gradcheck_all(
+                &format!("hspmm {name}"),
+                |v| flat(sp::hspmm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).to_dense()),
+                &[vals.clone(), GradInput::dense("x", &x)],
+            );
             // hspmm's stored rows themselves.
-            gradcheck_all(&format!("hspmm values {name}"), |v| flat(sp::hspmm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).values_flat()), &[vals, GradInput::dense("x", &x)]);
+            gradcheck_all(
+                &format!("hspmm values {name}"),
+                |v| flat(sp::hspmm(&rebuild(&a, &v[0]), v[1].clone().reshape([k, n])).values_flat()),
+                &[vals, GradInput::dense("x", &x)],
+            );
         }
     }
 }
@@ -188,7 +237,18 @@ fn gradcheck_sspaddmm() {
             let x = f64s(&rng.values(k * n), [k, n]);
             gradcheck_all(
                 &format!("sspaddmm {kind:?} {which}"),
-                |v| flat(sp::sspaddmm(&rebuild(&input, &v[0]), &rebuild(&mat1, &v[1]), v[2].clone().reshape([k, n]), 0.25, 1.5).to_dense()),
+                |v| {
+                    flat(
+                        sp::sspaddmm(
+                            &rebuild(&input, &v[0]),
+                            &rebuild(&mat1, &v[1]),
+                            v[2].clone().reshape([k, n]),
+                            0.25,
+                            1.5,
+                        )
+                        .to_dense(),
+                    )
+                },
                 &[GradInput::sparse("input", &input), GradInput::sparse("mat1", &mat1), GradInput::dense("x", &x)],
             );
         }
@@ -228,7 +288,18 @@ fn gradcheck_sampled_addmm() {
             let (a, b) = (f64s(&rng.values(m * kd), [m, kd]), f64s(&rng.values(kd * n), [kd, n]));
             gradcheck_all(
                 &format!("sampled_addmm {kind:?} {which}"),
-                |v| flat(sp::sampled_addmm(&rebuild(&input, &v[0]), v[1].clone().reshape([m, kd]), v[2].clone().reshape([kd, n]), 0.5, 2.0).to_dense()),
+                |v| {
+                    flat(
+                        sp::sampled_addmm(
+                            &rebuild(&input, &v[0]),
+                            v[1].clone().reshape([m, kd]),
+                            v[2].clone().reshape([kd, n]),
+                            0.5,
+                            2.0,
+                        )
+                        .to_dense(),
+                    )
+                },
                 &[GradInput::sparse("input", &input), GradInput::dense("mat1", &a), GradInput::dense("mat2", &b)],
             );
         }
@@ -251,7 +322,18 @@ fn gradcheck_batched_sampled_addmm() {
             let (a, b) = (f64s(&rng.values(bt * m * kd), [bt, m, kd]), f64s(&rng.values(bt * kd * n), [bt, kd, n]));
             gradcheck_all(
                 &format!("batched sampled_addmm {kind:?} nse={}", 2 * per_batch),
-                |v| flat(sp::sampled_addmm(&rebuild(&input, &v[0]), v[1].clone().reshape([bt, m, kd]), v[2].clone().reshape([bt, kd, n]), -1.0, 0.5).to_dense()),
+                |v| {
+                    flat(
+                        sp::sampled_addmm(
+                            &rebuild(&input, &v[0]),
+                            v[1].clone().reshape([bt, m, kd]),
+                            v[2].clone().reshape([bt, kd, n]),
+                            -1.0,
+                            0.5,
+                        )
+                        .to_dense(),
+                    )
+                },
                 &[GradInput::sparse("input", &input), GradInput::dense("mat1", &a), GradInput::dense("mat2", &b)],
             );
         }
@@ -286,8 +368,13 @@ fn gradients_when_only_one_operand_is_tracked() {
         // Only the values.
         let a = sparse(&data, [m, k], kind, DType::I64, &mut rng).require_grad();
         let grads = (sp::mm(&a, f64s(&xs, [k, n])) * f64s(&ws, [m, n])).sum().backward();
-        let expected: Vec<f64> = positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ws[r * n + t] * xs[c * n + t]).sum()).collect();
-        assert_close(&floats(a.values_flat().grad(&grads).expect("values gradient")), &expected, &format!("{kind:?}: values only"));
+        let expected: Vec<f64> =
+            positions(&a).into_iter().map(|(r, c)| (0..n).map(|t| ws[r * n + t] * xs[c * n + t]).sum()).collect();
+        assert_close(
+            &floats(a.values_flat().grad(&grads).expect("values gradient")),
+            &expected,
+            &format!("{kind:?}: values only"),
+        );
         // Only X.
         let a = a.detach();
         let x = f64s(&xs, [k, n]).require_grad();

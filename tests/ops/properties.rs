@@ -69,7 +69,12 @@ fn coo_entries<const D: usize>(s: &SparseTensor<D>) -> Entries {
 }
 
 /// A checked COO tensor from host entries (values of rank 1 + dense dims).
-fn build_coo<const D: usize>(e: &Entries, shape: [usize; D], sd: usize, dtype: DType) -> Result<SparseTensor<D>, SparseError> {
+fn build_coo<const D: usize>(
+    e: &Entries,
+    shape: [usize; D],
+    sd: usize,
+    dtype: DType,
+) -> Result<SparseTensor<D>, SparseError> {
     let n = e.tuples.len();
     let idx: Vec<i64> = (0..sd).flat_map(|d| e.tuples.iter().map(move |t| t[d])).collect();
     let indices = index_on(&idx, [sd, n], dtype, &dev());
@@ -205,8 +210,17 @@ impl CCase {
 fn ccase() -> impl Strategy<Value = CCase> {
     let batch = prop::collection::vec(prop_oneof![4 => 1..=3usize, 1 => Just(0usize)], 0..=2);
     let dense = prop::collection::vec(prop_oneof![3 => 1..=3usize, 1 => Just(0usize)], 0..=1);
-    (batch, [1..=3usize, 1..=3usize], [0..=2usize, 0..=2usize], dense, density(), index_dtype(), any::<u64>())
-        .prop_map(|(batch, block, mblocks, dense, density, dtype, seed)| CCase { batch, block, mblocks, dense, density, dtype, seed })
+    (batch, [1..=3usize, 1..=3usize], [0..=2usize, 0..=2usize], dense, density(), index_dtype(), any::<u64>()).prop_map(
+        |(batch, block, mblocks, dense, density, dtype, seed)| CCase {
+            batch,
+            block,
+            mblocks,
+            dense,
+            density,
+            dtype,
+            seed,
+        },
+    )
 }
 
 fn compressed_layout() -> impl Strategy<Value = Layout> {
@@ -287,7 +301,10 @@ fn compressed_roundtrip<const D: usize>(case: &CCase, layout: Layout) {
     assert_eq!(s.nnz(), if elements && numel(&case.batch) > 0 { k } else { 0 });
     check_compressed(&s);
     let item = s.values_flat().dims()[1];
-    assert!(f32s(s.values_flat()).chunks(item.max(1)).all(|v| v.iter().any(|&x| x != 0.0)), "zero blocks are not stored");
+    assert!(
+        f32s(s.values_flat()).chunks(item.max(1)).all(|v| v.iter().any(|&x| x != 0.0)),
+        "zero blocks are not stored"
+    );
     assert_eq!(f32s(s.to_dense()), data);
     if case.dtype == DType::I64 && case.dense.is_empty() {
         let t = match layout {
@@ -320,7 +337,9 @@ fn every_layout_to_every_layout<const D: usize>(case: &CCase, full: bool) {
     let mut rng = Rng(case.seed ^ 0xC0FFEE);
     let unc = uncoalesce(&coo_entries(&coo), &shape[..b + 2], numel(&case.dense), false, &mut rng);
     let mut sources = vec![(coo.clone(), true), (build_coo(&unc, shape, b + 2, dt).unwrap(), true)];
-    for (l, bs) in [(Layout::Csr, None), (Layout::Csc, None), (Layout::Bsr, Some(case.block)), (Layout::Bsc, Some(case.block))] {
+    for (l, bs) in
+        [(Layout::Csr, None), (Layout::Csc, None), (Layout::Bsr, Some(case.block)), (Layout::Bsc, Some(case.block))]
+    {
         // A blocked source may store explicit zeros inside its blocks unless `full`.
         sources.push((direct(l, bs), full || !l.is_blocked()));
     }
@@ -430,7 +449,14 @@ fn coalesce_and_reorder<const D: usize>(shape: &[usize], sd: usize, density: f64
     assert_eq!(u.to_dense_validated(0.0).is_ok(), strictly_increasing(&e.tuples));
 }
 
-fn coo_transpose<const D: usize>(shape: &[usize], sd: usize, dims: (usize, usize), density: f64, dtype: DType, seed: u64) {
+fn coo_transpose<const D: usize>(
+    shape: &[usize],
+    sd: usize,
+    dims: (usize, usize),
+    density: f64,
+    dtype: DType,
+    seed: u64,
+) {
     let shape: [usize; D] = arr(shape);
     let mut rng = Rng(seed);
     let (data, _) = random_items(&shape, sd, density, &mut rng);

@@ -21,7 +21,8 @@ fn matrix(dtype: DType, seed: u64) -> Tensor<2> {
 fn cube(dtype: DType, seed: u64) -> Tensor<3> {
     let mut rng = Rng(seed);
     let rows = sparse_data(8, 0.6, 0.5, 2.0, &mut rng);
-    let data: Vec<f64> = rows.iter().flat_map(|&r| (0..6).map(move |k| if r == 0.0 { 0.0 } else { r + 0.25 * k as f64 })).collect();
+    let data: Vec<f64> =
+        rows.iter().flat_map(|&r| (0..6).map(move |k| if r == 0.0 { 0.0 } else { r + 0.25 * k as f64 })).collect();
     dense(&data, [4, 2, 6], dtype)
 }
 
@@ -53,9 +54,18 @@ fn sum_over_a_sparse_dim_of_a_matrix() {
             for dim in [0, 1] {
                 let s = sparse::sum::<2, 1>(&l, &[dim]).unwrap();
                 let what = format!("{ln} dim {dim} {dtype:?}");
-                assert_eq!((s.layout(), s.sparse_dim(), s.dense_dim(), s.is_coalesced()), (Layout::Coo, 1, 0, true), "{what}");
+                assert_eq!(
+                    (s.layout(), s.sparse_dim(), s.dense_dim(), s.is_coalesced()),
+                    (Layout::Coo, 1, 0, true),
+                    "{what}"
+                );
                 assert_eq!(s.index_dtype(), l.index_dtype(), "{what}: index dtype kept");
-                assert_close(&floats(s.to_dense()), &floats(a.clone().sum_dim(dim).reshape([a.dims()[1 - dim]])), tol(dtype), &what);
+                assert_close(
+                    &floats(s.to_dense()),
+                    &floats(a.clone().sum_dim(dim).reshape([a.dims()[1 - dim]])),
+                    tol(dtype),
+                    &what,
+                );
             }
         }
     }
@@ -98,7 +108,12 @@ fn hybrid_sums() {
         for (ln, s) in [("hybrid coo", h.clone()), ("hybrid uncoalesced coo", uncoalesced::<3, 2>(&h))] {
             let what = |dims: &[usize]| format!("{ln} dims {dims:?} {dtype:?}");
             let dense_summed = sparse::sum::<3, 2>(&s, &[2]).unwrap();
-            assert_eq!((dense_summed.sparse_dim(), dense_summed.dense_dim(), dense_summed.nnz()), (2, 0, s.nnz()), "{}", what(&[2]));
+            assert_eq!(
+                (dense_summed.sparse_dim(), dense_summed.dense_dim(), dense_summed.nnz()),
+                (2, 0, s.nnz()),
+                "{}",
+                what(&[2])
+            );
             assert_close(&floats(dense_summed.to_dense()), &floats(c.clone().sum_dim(2)), tol(dtype), &what(&[2]));
             for d in [0, 1] {
                 let out = sparse::sum::<3, 2>(&s, &[d]).unwrap();
@@ -106,7 +121,12 @@ fn hybrid_sums() {
                 assert_close(&floats(out.to_dense()), &floats(c.clone().sum_dim(d)), tol(dtype), &what(&[d]));
             }
             let out = sparse::sum::<3, 1>(&s, &[0, 2]).unwrap();
-            assert_close(&floats(out.to_dense()), &floats(c.clone().sum_dims(&[0, 2]).reshape([2])), tol(dtype), &what(&[0, 2]));
+            assert_close(
+                &floats(out.to_dense()),
+                &floats(c.clone().sum_dims(&[0, 2]).reshape([2])),
+                tol(dtype),
+                &what(&[0, 2]),
+            );
             let rows = sparse::sum_to_dense::<3, 1>(&s, &[0, 1]).unwrap();
             assert_eq!(rows.dims(), [6]);
             assert_close(&floats(rows), &floats(c.clone().sum_dims(&[0, 1]).reshape([6])), tol(dtype), &what(&[0, 1]));
@@ -162,7 +182,10 @@ fn bad_dims_and_ranks_are_errors() {
     assert!(message(sparse::sum::<3, 1>(&s, &[0, 1]).unwrap_err()).contains("use sum_to_dense"));
     assert!(message(sparse::sum_to_dense::<3, 1>(&s, &[0, 2]).unwrap_err()).contains("sparse dim 1 is not summed"));
     assert!(message(sparse::sum_to_dense::<3, 2>(&s, &[0, 1]).unwrap_err()).contains("asked for rank 2"));
-    assert!(matches!(sparse::sum_to_dense::<3, 1>(&s, &[0, 1, 5]), Err(SparseError::InvalidArgument { operation: "sum_to_dense", .. })));
+    assert!(matches!(
+        sparse::sum_to_dense::<3, 1>(&s, &[0, 1, 5]),
+        Err(SparseError::InvalidArgument { operation: "sum_to_dense", .. })
+    ));
 }
 
 // ---------------------------------------------------------------- gradients
@@ -182,7 +205,9 @@ fn gradcheck_sums() {
         check_sparse_grad(&l, &format!("{ln} sum()"), opts, |x| x.sum());
         check_sparse_grad(&l, &format!("{ln} sum dim 0"), opts, |x| sparse::sum::<2, 1>(&x, &[0]).unwrap().to_dense());
         check_sparse_grad(&l, &format!("{ln} sum dim 1"), opts, |x| sparse::sum::<2, 1>(&x, &[1]).unwrap().to_dense());
-        check_sparse_grad(&l, &format!("{ln} sum_to_dense"), opts, |x| sparse::sum_to_dense::<2, 1>(&x, &[0, 1]).unwrap());
+        check_sparse_grad(&l, &format!("{ln} sum_to_dense"), opts, |x| {
+            sparse::sum_to_dense::<2, 1>(&x, &[0, 1]).unwrap()
+        });
     }
     let c = floats(cube(DType::F64, 9));
     let h = on_ad(&c, [4, 2, 6], |t| t.to_sparse_coo(2).unwrap());

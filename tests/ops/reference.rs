@@ -8,8 +8,8 @@
 //! `size=`; compressed layouts: `, ` unless the line would pass 80). The shorter names move some
 //! line breaks relative to the reference; each expected string says where it comes from.
 
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use burn::tensor::f16;
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use sparsegrad::prelude::*;
 
 fn dev() -> Device {
@@ -108,10 +108,7 @@ fn hybrid_coo() {
                       [7., 8.]]),
        size=(2, 3, 2), nnz=3, layout=sparse_coo)";
     assert_eq!(format!("{s}"), expected);
-    assert_eq!(
-        read_floats(s.to_dense()),
-        (vec![2, 3, 2], vec![0., 0., 0., 0., 3., 4., 5., 6., 0., 0., 7., 8.])
-    );
+    assert_eq!(read_floats(s.to_dense()), (vec![2, 3, 2], vec![0., 0., 0., 0., 3., 4., 5., 6., 0., 0., 7., 8.]));
     // s.sparse_dim(), s.dense_dim() == (2, 1); M + K == ndim.
     assert_eq!((s.sparse_dim(), s.dense_dim()), (2, 1));
     // s.indices() on an uncoalesced tensor.
@@ -179,7 +176,12 @@ fn concatenated_sum_repr_and_coalesce() {
     assert_eq!(read_ints(c.indices().unwrap()).1, vec![0, 1]);
     assert_eq!(read_floats(c.values::<1>().unwrap()).1, vec![15., 11.]);
     // Unsorted input with duplicates: coalesce sorts lexicographically (2-D) and sums.
-    let u = SparseTensor::<2>::coo(ints(&[1, 0, 1, 0, 2, 1, 2, 1], [2, 4], DType::I32), f32s(&[1., 2., 3., 4.], [4]), [2, 3]).unwrap();
+    let u = SparseTensor::<2>::coo(
+        ints(&[1, 0, 1, 0, 2, 1, 2, 1], [2, 4], DType::I32),
+        f32s(&[1., 2., 3., 4.], [4]),
+        [2, 3],
+    )
+    .unwrap();
     let c = u.coalesce();
     assert_eq!(read_ints(c.indices().unwrap()), (vec![2, 2], vec![0, 1, 1, 2]));
     assert_eq!(read_floats(c.values::<1>().unwrap()).1, vec![6., 4.]);
@@ -268,7 +270,13 @@ fn hybrid_dense_to_coo() {
 #[test]
 fn csr_constructor() {
     for idx in [DType::I64, DType::I32] {
-        let csr = SparseTensor::<2>::csr(ints(&[0, 2, 4], [3], idx), ints(&[0, 1, 0, 1], [4], idx), f64s(&[1., 2., 3., 4.], [4]), [2, 2]).unwrap();
+        let csr = SparseTensor::<2>::csr(
+            ints(&[0, 2, 4], [3], idx),
+            ints(&[0, 1, 0, 1], [4], idx),
+            f64s(&[1., 2., 3., 4.], [4]),
+            [2, 2],
+        )
+        .unwrap();
         let dtype = if idx == DType::I32 { ", dtype=int32" } else { "" };
         assert_eq!(
             format!("{csr}"),
@@ -304,7 +312,13 @@ fn dense_to_csr() {
 #[test]
 fn csc_constructor_and_dense_to_csc() {
     for idx in [DType::I64, DType::I32] {
-        let csc = SparseTensor::<2>::csc(ints(&[0, 2, 4], [3], idx), ints(&[0, 1, 0, 1], [4], idx), f64s(&[1., 2., 3., 4.], [4]), [2, 2]).unwrap();
+        let csc = SparseTensor::<2>::csc(
+            ints(&[0, 2, 4], [3], idx),
+            ints(&[0, 1, 0, 1], [4], idx),
+            f64s(&[1., 2., 3., 4.], [4]),
+            [2, 2],
+        )
+        .unwrap();
         let dtype = if idx == DType::I32 { ", dtype=int32" } else { "" };
         assert_eq!(
             format!("{csc}"),
@@ -352,7 +366,8 @@ fn csr_of_b_and_sin_of_its_values() {
 
 // ---------------------------------------------------------------- torch: BSR / BSC
 
-const BLOCKS: [f64; 24] = [0., 1., 2., 6., 7., 8., 3., 4., 5., 9., 10., 11., 12., 13., 14., 18., 19., 20., 15., 16., 17., 21., 22., 23.];
+const BLOCKS: [f64; 24] =
+    [0., 1., 2., 6., 7., 8., 3., 4., 5., 9., 10., 11., 12., 13., 14., 18., 19., 20., 15., 16., 17., 21., 22., 23.];
 
 const BLOCK_VALUES: &str = "values=tensor([[[ 0.,  1.,  2.],
                        [ 6.,  7.,  8.]],
@@ -369,7 +384,13 @@ const BLOCK_VALUES: &str = "values=tensor([[[ 0.,  1.,  2.],
 #[test]
 fn bsr_constructor() {
     for idx in [DType::I64, DType::I32] {
-        let bsr = SparseTensor::<2>::bsr(ints(&[0, 2, 4], [3], idx), ints(&[0, 1, 0, 1], [4], idx), f64s(&BLOCKS, [4, 2, 3]), [4, 6]).unwrap();
+        let bsr = SparseTensor::<2>::bsr(
+            ints(&[0, 2, 4], [3], idx),
+            ints(&[0, 1, 0, 1], [4], idx),
+            f64s(&BLOCKS, [4, 2, 3]),
+            [4, 6],
+        )
+        .unwrap();
         let dtype = if idx == DType::I32 { ", dtype=int32" } else { "" };
         assert_eq!(
             format!("{bsr}"),
@@ -410,7 +431,13 @@ fn dense_to_bsr() {
 /// 2.x "Создание тензоров BSC": `sparse_bsc_tensor`, float64.
 #[test]
 fn bsc_constructor() {
-    let bsc = SparseTensor::<2>::bsc(ints(&[0, 2, 4], [3], DType::I64), ints(&[0, 1, 0, 1], [4], DType::I64), f64s(&BLOCKS, [4, 2, 3]), [4, 6]).unwrap();
+    let bsc = SparseTensor::<2>::bsc(
+        ints(&[0, 2, 4], [3], DType::I64),
+        ints(&[0, 1, 0, 1], [4], DType::I64),
+        f64s(&BLOCKS, [4, 2, 3]),
+        [4, 6],
+    )
+    .unwrap();
     assert_eq!(
         format!("{bsc}"),
         format!(
@@ -497,7 +524,10 @@ fn julia_undef() {
     let b = SparseTensor::<1>::empty_with([4], 1, DType::I8, DType::F64, &dev()).unwrap();
     assert_eq!((b.shape(), b.nnz(), b.index_dtype()), ([4], 0, DType::I8));
     let similar = SparseTensor::<3>::empty_with([2, 4, 1], 3, b.index_dtype(), b.dtype(), &dev()).unwrap();
-    assert_eq!((similar.shape(), similar.nnz(), similar.index_dtype(), similar.dtype()), ([2, 4, 1], 0, DType::I8, DType::F64));
+    assert_eq!(
+        (similar.shape(), similar.nnz(), similar.index_dtype(), similar.dtype()),
+        ([2, 4, 1], 0, DType::I8, DType::F64)
+    );
     assert_eq!(read_ints(similar.indices().unwrap()).0, vec![3, 0]);
 }
 
@@ -507,9 +537,15 @@ fn julia_check_ti() {
     let ok = SparseTensor::<2>::empty_with([127, 3], 2, DType::I8, DType::F64, &dev());
     assert!(ok.is_ok());
     let err = SparseTensor::<2>::empty_with([3, 128], 2, DType::I8, DType::F64, &dev()).unwrap_err();
-    assert_eq!(err, SparseError::DimensionTooLarge { component: "size", dim: 1, size: 128, index_dtype: "int8", max: 127 });
+    assert_eq!(
+        err,
+        SparseError::DimensionTooLarge { component: "size", dim: 1, size: 128, index_dtype: "int8", max: 127 }
+    );
     let err = SparseTensor::<2>::coo(ints(&[0, 0], [2, 1], DType::I8), f32s(&[1.], [1]), [200, 2]).unwrap_err();
-    assert_eq!(err, SparseError::DimensionTooLarge { component: "size", dim: 0, size: 200, index_dtype: "int8", max: 127 });
+    assert_eq!(
+        err,
+        SparseError::DimensionTooLarge { component: "size", dim: 0, size: 200, index_dtype: "int8", max: 127 }
+    );
     let big = 1usize << 32;
     let err = SparseTensor::<2>::empty_with([big, big], 2, DType::I64, DType::F64, &dev()).unwrap_err();
     assert_eq!(err, SparseError::ElementCountOverflow { shape: vec![big, big] });
@@ -518,7 +554,8 @@ fn julia_check_ti() {
 /// `numstored(A)`: stored entries, numerical zeros and duplicates included.
 #[test]
 fn julia_numstored() {
-    let s = SparseTensor::<2>::coo(ints(&[0, 0, 1, 2, 2, 0], [2, 3], DType::I16), f32s(&[1., 2., 0.], [3]), [2, 3]).unwrap();
+    let s = SparseTensor::<2>::coo(ints(&[0, 0, 1, 2, 2, 0], [2, 3], DType::I16), f32s(&[1., 2., 0.], [3]), [2, 3])
+        .unwrap();
     assert_eq!(s.nnz(), 3);
     assert_eq!(s.coalesce().nnz(), 2, "the duplicate is merged, the stored zero kept");
     assert_eq!(read_floats(s.to_dense()).1, vec![0., 0., 3., 0., 0., 0.]);
@@ -531,7 +568,8 @@ fn julia_numstored() {
 #[test]
 fn tf_from_rows_to_dense() {
     for idx in [DType::I64, DType::I32] {
-        let st = SparseTensor::<2>::coo_from_rows(ints(&[0, 0, 1, 2], [2, 2], idx), f32s(&[1., 2.], [2]), [3, 4]).unwrap();
+        let st =
+            SparseTensor::<2>::coo_from_rows(ints(&[0, 0, 1, 2], [2, 2], idx), f32s(&[1., 2.], [2]), [3, 4]).unwrap();
         let dense = vec![1., 0., 0., 0., 0., 0., 2., 0., 0., 0., 0., 0.];
         assert_eq!(read_floats(st.to_dense()), (vec![3, 4], dense.clone()));
         assert_eq!(read_floats(st.to_dense_validated(0.0).unwrap()), (vec![3, 4], dense));
@@ -549,7 +587,9 @@ fn tf_reorder() {
     assert_eq!(read_floats(r.values_raw::<1>().unwrap()).1, vec![2., 4., 1., 3.]);
     assert!(!r.is_coalesced(), "a repeated index stays");
     assert_eq!(read_floats(r.to_dense()), read_floats(st.to_dense()));
-    let unique = SparseTensor::<2>::coo_from_rows(ints(&[1, 2, 0, 3], [2, 2], DType::I32), f32s(&[5., 6.], [2]), [3, 4]).unwrap();
+    let unique =
+        SparseTensor::<2>::coo_from_rows(ints(&[1, 2, 0, 3], [2, 2], DType::I32), f32s(&[5., 6.], [2]), [3, 4])
+            .unwrap();
     let r = unique.reorder();
     assert!(r.is_coalesced());
     assert_eq!(read_ints(r.indices().unwrap()).1, vec![0, 1, 3, 2]);
@@ -559,7 +599,8 @@ fn tf_reorder() {
 /// `toTensor(defaultValue)`: unspecified elements take the default value.
 #[test]
 fn tf_to_dense_with_default() {
-    let st = SparseTensor::<2>::coo_from_rows(ints(&[0, 0, 1, 2], [2, 2], DType::I64), f64s(&[1., 2.], [2]), [3, 4]).unwrap();
+    let st = SparseTensor::<2>::coo_from_rows(ints(&[0, 0, 1, 2], [2, 2], DType::I64), f64s(&[1., 2.], [2]), [3, 4])
+        .unwrap();
     let d = st.to_dense_with(-1.0);
     assert_eq!(d.dtype(), DType::F64);
     assert_eq!(read_floats(d).1, vec![1., -1., -1., -1., -1., -1., 2., -1., -1., -1., -1., -1.]);
@@ -571,11 +612,18 @@ fn tf_to_dense_with_default() {
 /// `toTensor(defaultValue, validateIndices = true)`: unsorted or repeated indices are rejected.
 #[test]
 fn tf_to_dense_validated() {
-    let unsorted = SparseTensor::<2>::coo_from_rows(ints(&[1, 2, 0, 0], [2, 2], DType::I64), f32s(&[1., 2.], [2]), [3, 4]).unwrap();
+    let unsorted =
+        SparseTensor::<2>::coo_from_rows(ints(&[1, 2, 0, 0], [2, 2], DType::I64), f32s(&[1., 2.], [2]), [3, 4])
+            .unwrap();
     let err = unsorted.to_dense_validated(0.0).unwrap_err();
     assert_eq!(err, SparseError::NotSorted { position: 1 });
     assert_eq!(err.to_string(), "indices: entry 1 is out of lexicographic order");
-    let repeated = SparseTensor::<2>::coo_from_rows(ints(&[0, 0, 1, 2, 1, 2], [3, 2], DType::I32), f32s(&[1., 2., 3.], [3]), [3, 4]).unwrap();
+    let repeated = SparseTensor::<2>::coo_from_rows(
+        ints(&[0, 0, 1, 2, 1, 2], [3, 2], DType::I32),
+        f32s(&[1., 2., 3.], [3]),
+        [3, 4],
+    )
+    .unwrap();
     let err = repeated.to_dense_validated(0.0).unwrap_err();
     assert_eq!(err, SparseError::RepeatedIndex { position: 2 });
     assert_eq!(err.to_string(), "indices: entry 2 repeats the index before it");

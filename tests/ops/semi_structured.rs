@@ -123,7 +123,8 @@ fn compression_ratios_follow_the_reference_formula() {
     let ratio = |dtype| to_sparse_semi_structured(tiled(32, 16, dtype)).unwrap().compression_ratio();
     assert_eq!(ratio(DType::F16), 0.5625);
     assert_eq!(ratio(DType::BF16), 0.5625);
-    let i8s = Tensor::<2, Int>::from_data(TensorData::new([0i8, 0, 1, 1].repeat(32 * 16), [32, 64]), (&device, DType::I8));
+    let i8s =
+        Tensor::<2, Int>::from_data(TensorData::new([0i8, 0, 1, 1].repeat(32 * 16), [32, 64]), (&device, DType::I8));
     let s = to_sparse_semi_structured(i8s).unwrap();
     assert_eq!(s.compression_ratio(), 0.625);
     // 64 x 64 f16: kept values 64 x 32 x 2 bytes + 64 x 4 metadata words x 2 bytes.
@@ -204,7 +205,8 @@ fn rejections_name_what_and_where() {
     assert!(err.to_string().contains("slots 1 and 1"), "{err}");
     let err = SemiStructuredTensor::from_parts(values.clone(), meta(0b1110), 4, SemiPattern::OneTwo).unwrap_err();
     assert!(err.to_string().contains("not a 1:2 group"), "{err}");
-    let err = SemiStructuredTensor::from_parts(values.clone(), meta(0b1110 | 0b0100 << 4), 4, SemiPattern::TwoFour).unwrap_err();
+    let err = SemiStructuredTensor::from_parts(values.clone(), meta(0b1110 | 0b0100 << 4), 4, SemiPattern::TwoFour)
+        .unwrap_err();
     assert!(err.to_string().contains("past the last group"), "{err}");
     let err = SemiStructuredTensor::from_parts(values, meta(0b1110), 8, SemiPattern::TwoFour).unwrap_err();
     assert_eq!(err, SparseError::ShapeMismatch { component: "values", expected: vec![1, 4], actual: vec![1, 2] });
@@ -228,25 +230,48 @@ fn products_match_dense_matmul() {
     for dtype in [DType::F32, DType::F64] {
         for (rows, cols, n) in [(6, 12, 5), (40, 64, 70), (3, 20, 1), (0, 8, 3), (4, 8, 0), (300, 16, 9)] {
             let d = patterned(rows, cols, SemiPattern::TwoFour, &mut rng);
-            let a = SemiStructuredTensor::from_dense(dense(&d, [rows, cols], dtype, &device), SemiPattern::TwoFour).unwrap();
+            let a = SemiStructuredTensor::from_dense(dense(&d, [rows, cols], dtype, &device), SemiPattern::TwoFour)
+                .unwrap();
             let ad = a.to_dense();
             let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
-            let x = |r: usize, c: usize, rng: &mut Rng| dense(&(0..r * c).map(|_| rng.value()).collect::<Vec<_>>(), [r, c], dtype, &device);
+            let x = |r: usize, c: usize, rng: &mut Rng| {
+                dense(&(0..r * c).map(|_| rng.value()).collect::<Vec<_>>(), [r, c], dtype, &device)
+            };
             let what = format!("{dtype:?} {rows}x{cols} n={n}");
             // A · X and Aᵀ · X.
             let xa = x(cols, n, &mut rng);
             assert_near(&host(semi::mm(&a, xa.clone())), &host(ad.clone().matmul(xa)), tol, &format!("mm {what}"));
             let xt = x(rows, n, &mut rng);
-            assert_near(&host(semi::mm(&a.t(), xt.clone())), &host(ad.clone().transpose().matmul(xt)), tol, &format!("mm t {what}"));
+            assert_near(
+                &host(semi::mm(&a.t(), xt.clone())),
+                &host(ad.clone().transpose().matmul(xt)),
+                tol,
+                &format!("mm t {what}"),
+            );
             // X · A and X · Aᵀ.
             let xd = x(n, rows, &mut rng);
-            assert_near(&host(semi::mm_dense_sparse(xd.clone(), &a)), &host(xd.matmul(ad.clone())), tol, &format!("dense·sparse {what}"));
+            assert_near(
+                &host(semi::mm_dense_sparse(xd.clone(), &a)),
+                &host(xd.matmul(ad.clone())),
+                tol,
+                &format!("dense·sparse {what}"),
+            );
             let xl = x(n, cols, &mut rng);
-            assert_near(&host(semi::mm_dense_sparse(xl.clone(), &a.t())), &host(xl.clone().matmul(ad.clone().transpose())), tol, &format!("dense·sparseᵀ {what}"));
+            assert_near(
+                &host(semi::mm_dense_sparse(xl.clone(), &a.t())),
+                &host(xl.clone().matmul(ad.clone().transpose())),
+                tol,
+                &format!("dense·sparseᵀ {what}"),
+            );
             // addmm(bias, dense, sparse.t()) and linear with a 3-D input.
             let bias = x(1, rows, &mut rng);
             let expected = xl.clone().matmul(ad.clone().transpose()).mul_scalar(0.5) + bias.clone().mul_scalar(2.0);
-            assert_near(&host(semi::addmm(bias.clone(), xl.clone(), &a.t(), 2.0, 0.5)), &host(expected), tol, &format!("addmm {what}"));
+            assert_near(
+                &host(semi::addmm(bias.clone(), xl.clone(), &a.t(), 2.0, 0.5)),
+                &host(expected),
+                tol,
+                &format!("addmm {what}"),
+            );
             let b1: Tensor<1> = reshape(bias.clone(), [rows]);
             let x3: Tensor<3> = reshape(xl.clone(), [1, n, cols]);
             let y: Tensor<3> = semi::linear(x3, &a, Some(b1));
@@ -286,18 +311,45 @@ fn gradcheck_every_op_and_arrangement() {
         let d = patterned(rows, cols, pattern, &mut rng);
         let a = SemiStructuredTensor::from_dense(dense(&d, [rows, cols], DType::F64, &ad()), pattern).unwrap();
         let kept = GradInput { name: "values".into(), values: host(a.values()) };
-        let x = |r: usize, c: usize, rng: &mut Rng| GradInput { name: "x".into(), values: (0..r * c).map(|_| rng.value()).collect() };
+        let x = |r: usize, c: usize, rng: &mut Rng| GradInput {
+            name: "x".into(),
+            values: (0..r * c).map(|_| rng.value()).collect(),
+        };
         let with = |v: &Tensor<1>| a.with_values(v.clone().reshape([rows, cols / 2]));
         let xa = x(cols, n, &mut rng);
         gradcheck_all("mm", |t| flat(semi::mm(&with(&t[0]), t[1].clone().reshape([cols, n]))), &[kept.clone(), xa]);
         let xt = x(rows, n, &mut rng);
-        gradcheck_all("mm t", |t| flat(semi::mm(&with(&t[0]).t(), t[1].clone().reshape([rows, n]))), &[kept.clone(), xt]);
+        gradcheck_all(
+            "mm t",
+            |t| flat(semi::mm(&with(&t[0]).t(), t[1].clone().reshape([rows, n]))),
+            &[kept.clone(), xt],
+        );
         let xd = x(n, rows, &mut rng);
-        gradcheck_all("dense·sparse", |t| flat(semi::mm_dense_sparse(t[1].clone().reshape([n, rows]), &with(&t[0]))), &[kept.clone(), xd]);
+        gradcheck_all(
+            "dense·sparse",
+            |t| flat(semi::mm_dense_sparse(t[1].clone().reshape([n, rows]), &with(&t[0]))),
+            &[kept.clone(), xd],
+        );
         let xl = x(n, cols, &mut rng);
         let bias = GradInput { name: "bias".into(), values: (0..rows).map(|_| rng.value()).collect() };
-        gradcheck_all("addmm", |t| flat(semi::addmm(t[2].clone().reshape([1, rows]), t[1].clone().reshape([n, cols]), &with(&t[0]).t(), 0.5, 2.0)), &[kept.clone(), xl.clone(), bias.clone()]);
-        gradcheck_all("linear", |t| flat(semi::linear(t[1].clone().reshape([n, cols]), &with(&t[0]), Some(t[2].clone()))), &[kept.clone(), xl, bias]);
+        gradcheck_all(
+            "addmm",
+            |t| {
+                flat(semi::addmm(
+                    t[2].clone().reshape([1, rows]),
+                    t[1].clone().reshape([n, cols]),
+                    &with(&t[0]).t(),
+                    0.5,
+                    2.0,
+                ))
+            },
+            &[kept.clone(), xl.clone(), bias.clone()],
+        );
+        gradcheck_all(
+            "linear",
+            |t| flat(semi::linear(t[1].clone().reshape([n, cols]), &with(&t[0]), Some(t[2].clone()))),
+            &[kept.clone(), xl, bias],
+        );
     }
 }
 
@@ -309,7 +361,8 @@ fn gradients_stay_on_the_pattern() {
     let mut rng = Rng(4);
     let (rows, cols, n) = (6, 16, 4);
     let d = patterned(rows, cols, SemiPattern::TwoFour, &mut rng);
-    let a = SemiStructuredTensor::from_dense(dense(&d, [rows, cols], DType::F64, &device), SemiPattern::TwoFour).unwrap();
+    let a =
+        SemiStructuredTensor::from_dense(dense(&d, [rows, cols], DType::F64, &device), SemiPattern::TwoFour).unwrap();
     let values = a.values().require_grad();
     let a = a.with_values(values.clone());
     let xv: Vec<f64> = (0..n * cols).map(|_| rng.value()).collect();

@@ -19,7 +19,14 @@ fn index(ids: &[i64], device: &Device) -> Tensor<1, Int> {
 
 /// A dense tensor whose first `indexed` dims hold a random pattern of about `density` (items of
 /// small distinct integers, so every comparison is exact).
-fn dense<const D: usize>(shape: [usize; D], indexed: usize, density: f64, seed: u64, dtype: DType, device: &Device) -> Tensor<D> {
+fn dense<const D: usize>(
+    shape: [usize; D],
+    indexed: usize,
+    density: f64,
+    seed: u64,
+    dtype: DType,
+    device: &Device,
+) -> Tensor<D> {
     let mut rng = Rng(seed);
     let item: usize = shape[indexed..].iter().product();
     let keys: usize = shape[..indexed].iter().product();
@@ -147,7 +154,11 @@ fn reshape_matches_dense() {
             assert_eq!(s.reshape([6, 4]).layout(), s.layout());
         }
         for kind in [Kind::Coo, Kind::CooDup] {
-            same(&sparse::<2, 1>(&d, kind, 0).reshape([-1, 4, 3]), d.clone().reshape([2, 4, 3]), &format!("{kind:?} [-1, 4, 3]"));
+            same(
+                &sparse::<2, 1>(&d, kind, 0).reshape([-1, 4, 3]),
+                d.clone().reshape([2, 4, 3]),
+                &format!("{kind:?} [-1, 4, 3]"),
+            );
         }
         // Compressed into 3-D: a batched result, which needs equal counts per batch entry.
         let twice = Tensor::cat(vec![d.clone().narrow(0, 0, 2), d.clone().narrow(0, 0, 2) * 3.0], 0);
@@ -165,7 +176,11 @@ fn reshape_matches_dense() {
     for (bad, why) in [([-1i64, -1], "only one"), ([5, 5], "do not fit"), ([-1, 5], "not a multiple")] {
         assert!(s.try_reshape(bad).unwrap_err().to_string().contains(why), "{bad:?}");
     }
-    assert!(SparseTensor::<2>::empty([0, 6], &dev()).try_reshape([0, -1]).unwrap_err().to_string().contains("zero-size"));
+    assert!(SparseTensor::<2>::empty([0, 6], &dev())
+        .try_reshape([0, -1])
+        .unwrap_err()
+        .to_string()
+        .contains("zero-size"));
     let h = SparseTensor::<3>::empty_with([4, 6, 2], 2, DType::I64, DType::F32, &dev()).unwrap();
     assert!(h.try_reshape([24, 2]).is_ok());
     assert!(h.try_reshape([12, 4]).unwrap_err().to_string().contains("dense dims [2]"));
@@ -179,7 +194,9 @@ fn index_select_matches_dense() {
         let d = dense([5, 6, 2], 2, 0.5, 9, dtype, &dev());
         for kind in KINDS {
             let s = sparse::<3, 2>(&d, kind, 1);
-            for (dim, ids) in [(0, vec![4i64, 0, 0, 2]), (1, vec![1, 3]), (1, vec![5, 5]), (2, vec![1, 1, 0]), (0, vec![])] {
+            for (dim, ids) in
+                [(0, vec![4i64, 0, 0, 2]), (1, vec![1, 3]), (1, vec![5, 5]), (2, vec![1, 1, 0]), (0, vec![])]
+            {
                 let r = s.index_select(dim, index(&ids, &dev()));
                 same(&r, d.clone().select(dim, index(&ids, &dev())), &format!("{kind:?} dim {dim} {ids:?}"));
                 if dim < 2 && kind != Kind::CooDup {
@@ -208,7 +225,11 @@ fn select_matches_dense() {
             for dim in 0..3 {
                 for i in [0, 2] {
                     let r = s.select::<2>(dim, i);
-                    assert_eq!(floats(r.to_dense()), floats(d.clone().narrow(dim, i, 1)), "{kind:?} dim {dim} index {i}");
+                    assert_eq!(
+                        floats(r.to_dense()),
+                        floats(d.clone().narrow(dim, i, 1)),
+                        "{kind:?} dim {dim} index {i}"
+                    );
                     assert_eq!(r.is_coalesced(), kind == Kind::Coo || r.nnz() < 2);
                 }
             }
@@ -240,7 +261,10 @@ fn select_matches_dense() {
     assert!(v.try_select::<0>(0, 1).unwrap_err().to_string().contains("use at("));
     let s = SparseTensor::<2>::empty([3, 4], &dev());
     assert!(s.try_select::<2>(0, 1).is_err(), "rank");
-    assert_eq!(s.try_select::<1>(1, 4).unwrap_err(), SparseError::IndexOutOfBounds { component: "index", dim: 1, position: 0, value: 4, size: 4 });
+    assert_eq!(
+        s.try_select::<1>(1, 4).unwrap_err(),
+        SparseError::IndexOutOfBounds { component: "index", dim: 1, position: 0, value: 4, size: 4 }
+    );
 }
 
 #[test]
@@ -295,7 +319,11 @@ fn narrow_matches_dense() {
 fn cat_matches_dense() {
     for dtype in DTYPES {
         for kind in KINDS {
-            let parts = [dense([3, 4, 2], 2, 0.5, 18, dtype, &dev()), dense([2, 4, 2], 2, 0.5, 19, dtype, &dev()), dense([1, 4, 2], 2, 0.0, 20, dtype, &dev())];
+            let parts = [
+                dense([3, 4, 2], 2, 0.5, 18, dtype, &dev()),
+                dense([2, 4, 2], 2, 0.5, 19, dtype, &dev()),
+                dense([1, 4, 2], 2, 0.0, 20, dtype, &dev()),
+            ];
             let s: Vec<SparseTensor<3>> = parts.iter().map(|p| sparse::<3, 2>(p, kind, 1)).collect();
             let r = sp::cat(&s, 0);
             same(&r, Tensor::cat(parts.to_vec(), 0), &format!("{kind:?} dim 0"));
@@ -317,7 +345,10 @@ fn cat_matches_dense() {
     let panic = std::panic::catch_unwind(|| sp::cat(&[a.clone(), b.clone()], 0)).unwrap_err();
     let msg = panic.downcast_ref::<String>().expect("a formatted panic");
     assert!(msg.contains("[2, 3]") && msg.contains("[2, 4]"), "{msg}");
-    assert!(sp::try_cat(&[a.clone(), a.to_sparse_csr().unwrap()], 0).unwrap_err().to_string().contains("does not match"));
+    assert!(sp::try_cat(&[a.clone(), a.to_sparse_csr().unwrap()], 0)
+        .unwrap_err()
+        .to_string()
+        .contains("does not match"));
     assert!(sp::try_cat::<2>(&[], 0).is_err());
     assert_eq!(sp::cat(&[a.clone(), b.clone()], 1).shape(), [2, 7]);
 }
@@ -339,9 +370,17 @@ fn stack_hstack_vstack_match_dense() {
                 same(&r, Tensor::stack(vec![x.clone(), y.clone()], dim), &format!("{kind:?} stack {dim}"));
             }
             let z = dense([3, 2], 2, 0.5, 27, dtype, &dev());
-            same(&sp::hstack(&[s[0].clone(), sparse::<2, 1>(&z, kind, 0)]), Tensor::cat(vec![x.clone(), z.clone()], 1), "hstack");
+            same(
+                &sp::hstack(&[s[0].clone(), sparse::<2, 1>(&z, kind, 0)]),
+                Tensor::cat(vec![x.clone(), z.clone()], 1),
+                "hstack",
+            );
             let z = dense([1, 4], 2, 0.9, 28, dtype, &dev());
-            same(&sp::vstack::<2, 2>(&[s[0].clone(), sparse::<2, 1>(&z, kind, 0)]), Tensor::cat(vec![x.clone(), z], 0), "vstack");
+            same(
+                &sp::vstack::<2, 2>(&[s[0].clone(), sparse::<2, 1>(&z, kind, 0)]),
+                Tensor::cat(vec![x.clone(), z], 0),
+                "vstack",
+            );
         }
         // Equal counts per batch entry: a CSR stack along 0 is a batched CSR.
         let c = [sparse::<2, 1>(&x, Kind::Csr, 0), sparse::<2, 1>(&(x.clone() * 2.0), Kind::Csr, 0)];
@@ -387,7 +426,9 @@ fn sparse_mask_reads_the_dense_tensor_at_the_pattern() {
         let ones = mask.with_values(mask.values_flat().ones_like()).to_dense();
         same(&sp::sparse_mask(&h, &mask), h.clone() * ones, "hybrid");
     }
-    let err = sp::try_sparse_mask(&Tensor::<2>::zeros([3, 4], &dev()), &SparseTensor::empty([4, 3], &dev())).unwrap_err().to_string();
+    let err = sp::try_sparse_mask(&Tensor::<2>::zeros([3, 4], &dev()), &SparseTensor::empty([4, 3], &dev()))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("[3, 4]") && err.contains("[4, 3]"), "{err}");
 }
 
@@ -419,11 +460,19 @@ fn empty_tensors_through_every_op() {
 // ---------------------------------------------------------------- gradients
 
 /// gradcheck of `op` (its result read through `to_dense`) w.r.t. the values of `s`.
-fn grad<const D: usize, const E: usize>(s: &SparseTensor<D>, what: &str, op: impl Fn(&SparseTensor<D>) -> SparseTensor<E>) {
+fn grad<const D: usize, const E: usize>(
+    s: &SparseTensor<D>,
+    what: &str,
+    op: impl Fn(&SparseTensor<D>) -> SparseTensor<E>,
+) {
     grad_dense(s, what, |x| op(x).to_dense());
 }
 
-fn grad_dense<const D: usize, const R: usize>(s: &SparseTensor<D>, what: &str, op: impl Fn(&SparseTensor<D>) -> Tensor<R>) {
+fn grad_dense<const D: usize, const R: usize>(
+    s: &SparseTensor<D>,
+    what: &str,
+    op: impl Fn(&SparseTensor<D>) -> Tensor<R>,
+) {
     check_sparse_grad(s, what, GradcheckOptions::default(), |x| op(&x));
 }
 
@@ -452,7 +501,9 @@ fn gradcheck_every_op() {
     // Two inputs to cat, each with its own gradient.
     let (a, b) = (sparse::<3, 2>(&d, Kind::Coo, 1), sparse::<3, 2>(&(d.clone() * 0.5), Kind::CooDup, 1));
     let (da, db) = (a.values_flat().dims(), b.values_flat().dims());
-    let f = |v: &[Tensor<1>]| flat(sp::cat(&[a.with_values(v[0].clone().reshape(da)), b.with_values(v[1].clone().reshape(db))], 0).to_dense());
+    let f = |v: &[Tensor<1>]| {
+        flat(sp::cat(&[a.with_values(v[0].clone().reshape(da)), b.with_values(v[1].clone().reshape(db))], 0).to_dense())
+    };
     gradcheck(f, &[GradInput::sparse("a", &a), GradInput::sparse("b", &b)], GradcheckOptions::default()).unwrap();
     // sparse_mask w.r.t. the dense input.
     let mask = sparse::<3, 2>(&dense([4, 5, 2], 2, 0.5, 36, DType::F64, &ad()), Kind::CooDup, 1);

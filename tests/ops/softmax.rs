@@ -34,7 +34,14 @@ fn pattern_data(shape: &[usize], indexed: usize, density: f64, rng: &mut Rng) ->
 
 /// A sparse tensor of `kind` holding `data`; `V` is the rank of COO values (1 + dense dims). As
 /// `CooDup` every entry is split in two halves, the copies appended in reverse order.
-fn make<const D: usize, const V: usize>(data: &[f64], shape: [usize; D], kind: Kind, dense_dim: usize, dtype: DType, device: &Device) -> SparseTensor<D> {
+fn make<const D: usize, const V: usize>(
+    data: &[f64],
+    shape: [usize; D],
+    kind: Kind,
+    dense_dim: usize,
+    dtype: DType,
+    device: &Device,
+) -> SparseTensor<D> {
     let dense = Tensor::<D>::from_data(TensorData::new(data.to_vec(), shape), (device, dtype));
     let (layout, blocksize) = kind.layout();
     let s = dense.to_sparse_with(SparseSpec { layout, dense_dim, blocksize, index_dtype: DType::I64 }).unwrap();
@@ -102,7 +109,10 @@ fn matrices_on_every_layout_and_dim() {
 #[test]
 fn a_small_matrix_by_hand() {
     let device = Device::flex();
-    let d = Tensor::<2>::from_data(TensorData::new(vec![1.0f64, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 4.0, 0.0], [3, 3]), (&device, DType::F64));
+    let d = Tensor::<2>::from_data(
+        TensorData::new(vec![1.0f64, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 4.0, 0.0], [3, 3]),
+        (&device, DType::F64),
+    );
     let s = d.to_sparse().unwrap();
     let (e1, e2, e3, e4) = (1f64.exp(), 2f64.exp(), 3f64.exp(), 4f64.exp());
     let rows = floats(sp::softmax(&s, 1).to_dense());
@@ -237,7 +247,11 @@ fn gradcheck_softmax<const D: usize>(s: &SparseTensor<D>, dim: usize, what: &str
             let f = |v: &[Tensor<1>]| {
                 let x = s.with_values(v[0].clone().reshape(dims));
                 let y = if log { sp::log_softmax(&x, dim) } else { sp::softmax(&x, dim) };
-                if via_dense { flat(y.to_dense()) } else { flat(y.values_flat()) }
+                if via_dense {
+                    flat(y.to_dense())
+                } else {
+                    flat(y.values_flat())
+                }
             };
             let report = gradcheck(f, std::slice::from_ref(&input), GradcheckOptions::default());
             let report = report.unwrap_or_else(|e| panic!("{what} dim {dim} log {log} dense {via_dense}: {e}"));
@@ -286,7 +300,10 @@ fn gradcheck_on_the_other_layouts_hybrids_and_higher_ranks() {
 fn the_backward_rule_in_closed_form() {
     let x = vec![0.3f64, -1.2, 2.0, 0.7];
     let w = [0.5f64, -1.0, 2.0, 0.25];
-    let i = Tensor::<2, burn::tensor::Int>::from_data(TensorData::new(vec![0i64, 0, 0, 0, 0, 2, 3, 5], [2, 4]), (&ad(), DType::I64));
+    let i = Tensor::<2, burn::tensor::Int>::from_data(
+        TensorData::new(vec![0i64, 0, 0, 0, 0, 2, 3, 5], [2, 4]),
+        (&ad(), DType::I64),
+    );
     let v = Tensor::<1>::from_data(TensorData::new(x.clone(), [4]), (&ad(), DType::F64)).require_grad();
     let s = SparseTensor::coo(i, v.clone(), [1, 6]).unwrap();
     let y = sp::softmax(&s, 1);
@@ -301,7 +318,10 @@ fn the_backward_rule_in_closed_form() {
     assert_near(&g, &expected, 1e-14, "softmax rule");
     // log_softmax: g - exp(y) * sum(g) = w - softmax * sum(w). A fresh graph: burn's tape is
     // consumed by a backward pass.
-    let i = Tensor::<2, burn::tensor::Int>::from_data(TensorData::new(vec![0i64, 0, 0, 0, 0, 2, 3, 5], [2, 4]), (&ad(), DType::I64));
+    let i = Tensor::<2, burn::tensor::Int>::from_data(
+        TensorData::new(vec![0i64, 0, 0, 0, 0, 2, 3, 5], [2, 4]),
+        (&ad(), DType::I64),
+    );
     let v = Tensor::<1>::from_data(TensorData::new(x.clone(), [4]), (&ad(), DType::F64)).require_grad();
     let y = sp::log_softmax(&SparseTensor::coo(i, v.clone(), [1, 6]).unwrap(), 1);
     let wt = Tensor::<2>::from_data(TensorData::new(w.to_vec(), [4, 1]), (&ad(), DType::F64));

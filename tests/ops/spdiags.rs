@@ -133,7 +133,10 @@ fn bad_arguments_are_errors() {
     let e = sparse::spdiags(d.clone(), &[0, -1, 0], [3, 3], Layout::Coo).unwrap_err();
     assert_eq!(e.to_string(), "spdiags: offset 0 is repeated (positions 0 and 2)");
     let e = sparse::spdiags(d.clone(), &[0, -1], [3, 3], Layout::Csr).unwrap_err();
-    assert_eq!(e.to_string(), "spdiags: diagonals has 3 rows (shape [3, 3]) but offsets has 2 entries: one row per offset");
+    assert_eq!(
+        e.to_string(),
+        "spdiags: diagonals has 3 rows (shape [3, 3]) but offsets has 2 entries: one row per offset"
+    );
     let e = sparse::spdiags(d, &[0, 1, 2], [3, 3], Layout::Bsr).unwrap_err();
     assert_eq!(e, SparseError::UnsupportedLayout { operation: "spdiags", layout: "sparse_bsr" });
 }
@@ -144,7 +147,9 @@ fn gradcheck_with_respect_to_the_diagonals() {
     let d: Vec<f64> = (0..12).map(|_| rng.range(-2.0, 2.0)).collect();
     let input = [GradInput { name: "diagonals".into(), values: d }];
     for layout in [Layout::Coo, Layout::Csr, Layout::Csc] {
-        let run = |v: &[Tensor<1>]| flat(sparse::spdiags(v[0].clone().reshape([3, 4]), &[1, -2, 0], [4, 5], layout).unwrap().to_dense());
+        let run = |v: &[Tensor<1>]| {
+            flat(sparse::spdiags(v[0].clone().reshape([3, 4]), &[1, -2, 0], [4, 5], layout).unwrap().to_dense())
+        };
         let report = gradcheck(run, &input, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{layout}: {e}"));
         assert_eq!(report.checked, 12);
     }

@@ -66,13 +66,22 @@ fn every_op_matches_dense_on_every_layout() {
             for (name, op, reference) in ops() {
                 let what = format!("{name} on {ln} {dtype:?}");
                 let out = op(&l);
-                assert_eq!((out.layout(), out.blocksize(), out.index_dtype(), out.dtype()), (l.layout(), l.blocksize(), l.index_dtype(), dtype), "{what}");
+                assert_eq!(
+                    (out.layout(), out.blocksize(), out.index_dtype(), out.dtype()),
+                    (l.layout(), l.blocksize(), l.index_dtype(), dtype),
+                    "{what}"
+                );
                 let linear = matches!(name, "deg2rad" | "rad2deg");
                 assert!(out.is_coalesced() || linear, "{what}: nonlinear ops coalesce");
                 assert_close(&floats(out.to_dense()), &floats(reference(a.clone())), tol(dtype), &what);
             }
             let expm1 = l.expm1();
-            assert_close(&floats(expm1.to_dense()), &host_op(a.clone(), f64::exp_m1), tol(dtype), &format!("expm1 on {ln}"));
+            assert_close(
+                &floats(expm1.to_dense()),
+                &host_op(a.clone(), f64::exp_m1),
+                tol(dtype),
+                &format!("expm1 on {ln}"),
+            );
         }
     }
 }
@@ -276,7 +285,8 @@ fn gradcheck_every_op() {
 #[test]
 fn gradcheck_hybrid() {
     let mut rng = Rng(13);
-    let data: Vec<f64> = sparse_data(16, 0.5, 0.1, 0.8, &mut rng).into_iter().flat_map(|v| [v.abs(), 0.5 * v.abs()]).collect();
+    let data: Vec<f64> =
+        sparse_data(16, 0.5, 0.1, 0.8, &mut rng).into_iter().flat_map(|v| [v.abs(), 0.5 * v.abs()]).collect();
     let coo = on_ad(&data, [4, 4, 2], |t| t.to_sparse_coo(2).unwrap());
     for (ln, l) in [("hybrid uncoalesced coo", uncoalesced::<3, 2>(&coo)), ("hybrid coo", coo)] {
         let opts = GradcheckOptions::default();

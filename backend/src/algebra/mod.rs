@@ -6,8 +6,8 @@ pub use sparsegrad_kernels::algebra::{compress, keys, nonzero, sort, IndexElem};
 
 /// The layouts' invariants: the kernels' checks, and the ones on burn's index dtypes.
 pub mod validate {
-    pub use sparsegrad_kernels::algebra::validate::*;
     use burn::tensor::DType;
+    pub use sparsegrad_kernels::algebra::validate::*;
     use sparsegrad_kernels::{IndexType, Result, SparseError};
 
     /// The index type of an index dtype, or the error naming an unsupported one.

@@ -92,7 +92,11 @@ fn mm_and_addmm_match_burn() {
             let bx = bt(&xs, [k, n], dtype).require_grad();
             let bi = bt(&inp, [m, n], dtype).require_grad();
             let a = burn_sparse(case, layout, bv.clone());
-            let bout = if beta == 0.0 { bmat::mm(&a, bx.clone()) * alpha } else { bmat::addmm(bi.clone(), &a, bx.clone(), beta, alpha) };
+            let bout = if beta == 0.0 {
+                bmat::mm(&a, bx.clone()) * alpha
+            } else {
+                bmat::addmm(bi.clone(), &a, bx.clone(), beta, alpha)
+            };
             let bgrads = (bout.clone() * bt(&ws, [m, n], dtype)).sum().backward();
 
             let cv = Var::from_tensor(&tensor(&case.values, &[case.nnz()], dtype)).unwrap();
@@ -108,9 +112,19 @@ fn mm_and_addmm_match_burn() {
             let cdv = cgrads.get(&cv).map(host).unwrap_or_default();
             assert_eq!(cdv.len(), case.nnz(), "{what}: a gradient for every stored value");
             assert_close(&cdv, &bdv, t, &format!("{what}: d/dvalues"));
-            assert_close(&host(cgrads.get(&cx).unwrap()), &bhost(bx.grad(&bgrads).unwrap()), t, &format!("{what}: d/dX"));
+            assert_close(
+                &host(cgrads.get(&cx).unwrap()),
+                &bhost(bx.grad(&bgrads).unwrap()),
+                t,
+                &format!("{what}: d/dX"),
+            );
             if beta != 0.0 {
-                assert_close(&host(cgrads.get(&ci).unwrap()), &bhost(bi.grad(&bgrads).unwrap()), t, &format!("{what}: d/dinput"));
+                assert_close(
+                    &host(cgrads.get(&ci).unwrap()),
+                    &bhost(bi.grad(&bgrads).unwrap()),
+                    t,
+                    &format!("{what}: d/dinput"),
+                );
             }
         }
     });
@@ -134,13 +148,26 @@ fn sampled_addmm_matches_burn() {
         let bgrads = (bvals.clone() * bt(&ws, [nnz_out], dtype)).sum().backward();
 
         let cv = Var::from_tensor(&tensor(&case.values, &[case.nnz()], dtype)).unwrap();
-        let (c1, c2) = (Var::from_tensor(&tensor(&m1, &[m, d], dtype)).unwrap(), Var::from_tensor(&tensor(&m2, &[d, n], dtype)).unwrap());
-        let cout = sc::sampled_addmm(&candle_sparse(case, layout, cv.as_tensor().clone()), c1.as_tensor(), c2.as_tensor(), 0.25, -1.5).unwrap();
+        let (c1, c2) = (
+            Var::from_tensor(&tensor(&m1, &[m, d], dtype)).unwrap(),
+            Var::from_tensor(&tensor(&m2, &[d, n], dtype)).unwrap(),
+        );
+        let cout = sc::sampled_addmm(
+            &candle_sparse(case, layout, cv.as_tensor().clone()),
+            c1.as_tensor(),
+            c2.as_tensor(),
+            0.25,
+            -1.5,
+        )
+        .unwrap();
         assert_eq!(cout.nnz(), nnz_out, "{what}: nnz");
         let cgrads = (cout.values() * tensor(&ws, &[nnz_out], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
 
         assert_close(&host(cout.values()), &bhost(bvals), t, &format!("{what}: values"));
-        let (bc, cc) = (bout.crow_indices::<1>().unwrap().into_data().iter::<i64>().collect::<Vec<_>>(), cout.crow_indices().unwrap().to_vec1::<i64>().unwrap());
+        let (bc, cc) = (
+            bout.crow_indices::<1>().unwrap().into_data().iter::<i64>().collect::<Vec<_>>(),
+            cout.crow_indices().unwrap().to_vec1::<i64>().unwrap(),
+        );
         assert_eq!(cc, bc, "{what}: crow_indices");
         let bdv = bv.grad(&bgrads).map(bhost).unwrap_or_default();
         let cdv = cgrads.get(&cv).map(host).unwrap_or_default();
@@ -175,7 +202,8 @@ fn softmax_and_log_softmax_match_burn() {
             let cs = candle_sparse(case, layout, cv.as_tensor().clone());
             let cout = if log { sc::log_softmax(&cs, dim) } else { sc::softmax(&cs, dim) }.unwrap();
             assert_eq!(cout.nnz(), nnz_out, "{what}: nnz");
-            let cgrads = (cout.values() * tensor(&ws, &[nnz_out], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
+            let cgrads =
+                (cout.values() * tensor(&ws, &[nnz_out], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
 
             assert_close(&host(cout.values()), &bhost(bvals), t, &format!("{what}: values"));
             let bdv = bv.grad(&bgrads).map(bhost).unwrap_or_default();

@@ -34,7 +34,10 @@ fn coo_violations_are_sparse_errors() {
     // A u32 index past int32 is reported as itself, not wrapped.
     let big = Tensor::from_vec(vec![0u32, 3_000_000_000, 0, 0], (2, 2), &dev()).unwrap();
     let e = SparseTensor::coo(&big, vals(2), [2, 3]).unwrap_err();
-    assert_eq!(e, SparseError::IndexOutOfBounds { component: "indices", dim: 0, position: 1, value: 3_000_000_000, size: 2 });
+    assert_eq!(
+        e,
+        SparseError::IndexOutOfBounds { component: "indices", dim: 0, position: 1, value: 3_000_000_000, size: 2 }
+    );
     let e = SparseTensor::coo(&Tensor::zeros((3, 2), DType::I64, &dev()).unwrap(), vals(2), [2, 3]).unwrap_err();
     assert_eq!(e, SparseError::ShapeMismatch { component: "indices", expected: vec![2, 2], actual: vec![3, 2] });
     let e = SparseTensor::coo(&idx(&[0, 1], &[0, 1]), vals(3), [2, 3]).unwrap_err();
@@ -42,10 +45,16 @@ fn coo_violations_are_sparse_errors() {
     let e = SparseTensor::coo(&idx(&[0], &[0]), Tensor::new(&[1i64], &dev()).unwrap(), [2, 3]).unwrap_err();
     assert!(matches!(e, SparseError::UnsupportedDtype { component: "values", .. }), "{e:?}");
     let e = SparseTensor::coo(&Tensor::zeros((2, 1), DType::U8, &dev()).unwrap(), vals(1), [2, 3]).unwrap_err();
-    assert!(matches!(&e, SparseError::UnsupportedDtype { component: "indices", dtype } if dtype.starts_with("u8")), "{e:?}");
+    assert!(
+        matches!(&e, SparseError::UnsupportedDtype { component: "indices", dtype } if dtype.starts_with("u8")),
+        "{e:?}"
+    );
     let i32s = Tensor::zeros((2, 1), DType::I32, &dev()).unwrap();
     let e = SparseTensor::coo(&i32s, vals(1), [3_000_000_000, 2]).unwrap_err();
-    assert!(matches!(e, SparseError::DimensionTooLarge { component: "size", dim: 0, index_dtype: "int32", .. }), "{e:?}");
+    assert!(
+        matches!(e, SparseError::DimensionTooLarge { component: "size", dim: 0, index_dtype: "int32", .. }),
+        "{e:?}"
+    );
     let e = SparseTensor::coo(&idx(&[0], &[0]), vals(1), [1 << 40, 1 << 40]).unwrap_err();
     assert!(matches!(e, SparseError::ElementCountOverflow { .. }), "{e:?}");
 }
@@ -54,14 +63,33 @@ fn coo_violations_are_sparse_errors() {
 fn csr_violations_are_sparse_errors() {
     let csr = |crow: &[i64], col: &[i64]| SparseTensor::csr(&i64s(crow), &i64s(col), vals(col.len()), [2, 3]);
     assert!(csr(&[0, 2, 3], &[0, 2, 1]).is_ok());
-    assert_eq!(csr(&[1, 2, 3], &[0, 2, 1]).unwrap_err(), SparseError::CompressedStart { component: "crow_indices", batch: 0, value: 1 });
-    assert!(matches!(csr(&[0, 3, 2], &[0, 1, 2]).unwrap_err(), SparseError::CompressedDecreasing { position: 2, previous: 3, value: 2, .. }));
-    assert!(matches!(csr(&[0, 2, 2], &[0, 2, 1]).unwrap_err(), SparseError::CompressedEnd { expected: 3, value: 2, .. }));
+    assert_eq!(
+        csr(&[1, 2, 3], &[0, 2, 1]).unwrap_err(),
+        SparseError::CompressedStart { component: "crow_indices", batch: 0, value: 1 }
+    );
+    assert!(matches!(
+        csr(&[0, 3, 2], &[0, 1, 2]).unwrap_err(),
+        SparseError::CompressedDecreasing { position: 2, previous: 3, value: 2, .. }
+    ));
+    assert!(matches!(
+        csr(&[0, 2, 2], &[0, 2, 1]).unwrap_err(),
+        SparseError::CompressedEnd { expected: 3, value: 2, .. }
+    ));
     assert_eq!(
         csr(&[0, 2, 3], &[2, 0, 1]).unwrap_err(),
-        SparseError::PlainUnsorted { component: "col_indices", batch: 0, segment: 0, position: 1, previous: 2, value: 0 }
+        SparseError::PlainUnsorted {
+            component: "col_indices",
+            batch: 0,
+            segment: 0,
+            position: 1,
+            previous: 2,
+            value: 0
+        }
     );
-    assert!(matches!(csr(&[0, 2, 3], &[1, 1, 0]).unwrap_err(), SparseError::PlainDuplicate { segment: 0, position: 1, value: 1, .. }));
+    assert!(matches!(
+        csr(&[0, 2, 3], &[1, 1, 0]).unwrap_err(),
+        SparseError::PlainDuplicate { segment: 0, position: 1, value: 1, .. }
+    ));
     assert_eq!(
         csr(&[0, 2, 3], &[0, 1, 3]).unwrap_err(),
         SparseError::IndexOutOfBounds { component: "col_indices", dim: 1, position: 2, value: 3, size: 3 }
@@ -135,13 +163,28 @@ fn to_dense_matches_entries_in_every_layout() {
                 let dense = s.to_dense().unwrap();
                 assert_eq!(dense.dims(), case.shape.as_slice(), "{what}");
                 assert_close(&host(&dense), &case.dense(), tol(dtype), &format!("{what}: to_dense"));
-                assert_close(&host(&s.to_sparse_csr().unwrap().to_dense().unwrap()), &case.dense(), tol(dtype), &format!("{what}: csr"));
-                assert_close(&host(&s.to_sparse_coo().to_dense().unwrap()), &case.dense(), tol(dtype), &format!("{what}: coo"));
+                assert_close(
+                    &host(&s.to_sparse_csr().unwrap().to_dense().unwrap()),
+                    &case.dense(),
+                    tol(dtype),
+                    &format!("{what}: csr"),
+                );
+                assert_close(
+                    &host(&s.to_sparse_coo().to_dense().unwrap()),
+                    &case.dense(),
+                    tol(dtype),
+                    &format!("{what}: coo"),
+                );
                 if case.nnz() > 0 {
                     let [m, k] = case.shape;
                     let ws = rng.values(m * k);
                     let grads = (dense * tensor(&ws, &[m, k], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
-                    assert_close(&host(grads.get(&v).unwrap()), &at_entries(&ws, case), tol(dtype), &format!("{what}: d/dvalues"));
+                    assert_close(
+                        &host(grads.get(&v).unwrap()),
+                        &at_entries(&ws, case),
+                        tol(dtype),
+                        &format!("{what}: d/dvalues"),
+                    );
                 }
             }
         }

@@ -49,8 +49,18 @@ fn mm_and_its_gradients_match_dense_matmul() {
                 let t = tol(dtype);
                 assert_close(&host(&out), &host(&reference), t, &format!("{what}: mm"));
                 let dv = grads.get(&v).map(host).unwrap_or_default();
-                assert_close(&dv, &at_entries(&host(rgrads.get(&ad).unwrap()), &case), t, &format!("{what}: d/dvalues"));
-                assert_close(&host(grads.get(&x).unwrap()), &host(rgrads.get(&xr).unwrap()), t, &format!("{what}: d/dX"));
+                assert_close(
+                    &dv,
+                    &at_entries(&host(rgrads.get(&ad).unwrap()), &case),
+                    t,
+                    &format!("{what}: d/dvalues"),
+                );
+                assert_close(
+                    &host(grads.get(&x).unwrap()),
+                    &host(rgrads.get(&xr).unwrap()),
+                    t,
+                    &format!("{what}: d/dX"),
+                );
             }
         }
     }
@@ -75,7 +85,9 @@ fn addmm_scales_broadcasts_and_ignores_input_at_beta_zero() {
 
             let ad = Var::from_tensor(&tensor(&case.dense(), &[m, k], dtype)).unwrap();
             let product = ad.as_tensor().matmul(&tensor(&xs, &[k, n], dtype)).unwrap();
-            let reference = (b.as_tensor().broadcast_as((m, n)).unwrap().affine(0.5, 0.0).unwrap() + product.affine(-2.0, 0.0).unwrap()).unwrap();
+            let reference = (b.as_tensor().broadcast_as((m, n)).unwrap().affine(0.5, 0.0).unwrap()
+                + product.affine(-2.0, 0.0).unwrap())
+            .unwrap();
             let rgrads = (&reference * &w).unwrap().sum_all().unwrap().backward().unwrap();
             let t = tol(dtype);
             assert_close(&host(&out), &host(&reference), t, &format!("{what}: addmm"));
@@ -118,17 +130,39 @@ fn sampled_addmm_matches_the_dense_product_on_the_pattern() {
                 let ar = Var::from_tensor(&tensor(&m1, &[m, d], dtype)).unwrap();
                 let br = Var::from_tensor(&tensor(&m2, &[d, n], dtype)).unwrap();
                 let product = ar.as_tensor().matmul(br.as_tensor()).unwrap();
-                let reference = (tensor(&coalesced.dense(), &[m, n], dtype).affine(0.75, 0.0).unwrap() + product.affine(1.5, 0.0).unwrap()).unwrap();
+                let reference = (tensor(&coalesced.dense(), &[m, n], dtype).affine(0.75, 0.0).unwrap()
+                    + product.affine(1.5, 0.0).unwrap())
+                .unwrap();
                 let rgrads = (&reference * tensor(&wd, &[m, n], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
                 let t = tol(dtype);
-                assert_close(&host(out.values()), &at_entries(&host(&reference), &coalesced), t, &format!("{what}: values"));
+                assert_close(
+                    &host(out.values()),
+                    &at_entries(&host(&reference), &coalesced),
+                    t,
+                    &format!("{what}: values"),
+                );
                 // No entries: candle drops the graph of the empty result (absent means zero).
                 let or_zeros = |g: Option<&Tensor>, n: usize| g.map(host).unwrap_or_else(|| vec![0.0; n]);
-                assert_close(&or_zeros(grads.get(&a), m * d), &host(rgrads.get(&ar).unwrap()), t, &format!("{what}: d/dmat1"));
-                assert_close(&or_zeros(grads.get(&b), d * n), &host(rgrads.get(&br).unwrap()), t, &format!("{what}: d/dmat2"));
+                assert_close(
+                    &or_zeros(grads.get(&a), m * d),
+                    &host(rgrads.get(&ar).unwrap()),
+                    t,
+                    &format!("{what}: d/dmat1"),
+                );
+                assert_close(
+                    &or_zeros(grads.get(&b), d * n),
+                    &host(rgrads.get(&br).unwrap()),
+                    t,
+                    &format!("{what}: d/dmat2"),
+                );
                 // d/dinput values = beta * the weight of the coalesced entry each one sums into.
                 let dv = grads.get(&v).map(host).unwrap_or_default();
-                assert_close(&dv, &at_entries(&wd.iter().map(|w| 0.75 * w).collect::<Vec<_>>(), &case), t, &format!("{what}: d/dinput"));
+                assert_close(
+                    &dv,
+                    &at_entries(&wd.iter().map(|w| 0.75 * w).collect::<Vec<_>>(), &case),
+                    t,
+                    &format!("{what}: d/dinput"),
+                );
             }
         }
     }
@@ -171,7 +205,9 @@ fn softmax_and_log_softmax_match_dense_over_rows_and_columns() {
     let mut rng = Rng(14);
     for base in cases(4) {
         for (case, layout) in operands(&base, &mut rng) {
-            for (dtype, dim, log) in DTYPES.iter().flat_map(|&t| [(t, 1, false), (t, 1, true), (t, 0, false), (t, 0, true)]) {
+            for (dtype, dim, log) in
+                DTYPES.iter().flat_map(|&t| [(t, 1, false), (t, 1, true), (t, 0, false), (t, 0, true)])
+            {
                 let what = format!("{} {layout} {dtype:?} dim {dim} log {log}", case.name);
                 let [m, k] = case.shape;
                 let v = Var::from_tensor(&tensor(&case.values, &[case.nnz()], dtype)).unwrap();
@@ -182,16 +218,27 @@ fn softmax_and_log_softmax_match_dense_over_rows_and_columns() {
                 let coalesced = canonical(&case);
                 let ws = rng.values(coalesced.nnz());
                 let wd = Case { values: ws.clone(), ..coalesced.clone() }.dense();
-                let grads = (out.values() * tensor(&ws, &[ws.len()], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
+                let grads =
+                    (out.values() * tensor(&ws, &[ws.len()], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
 
                 let xd = Var::from_tensor(&tensor(&coalesced.dense(), &[m, k], dtype)).unwrap();
                 let mask = tensor(&case.mask(), &[m, k], DType::F64).ne(0.0).unwrap();
                 let reference = dense_softmax(xd.as_tensor(), &mask, dim, log);
                 let rgrads = (&reference * tensor(&wd, &[m, k], dtype)).unwrap().sum_all().unwrap().backward().unwrap();
                 let t = tol(dtype) * 10.0;
-                assert_close(&host(out.values()), &at_entries(&host(&reference), &coalesced), t, &format!("{what}: values"));
+                assert_close(
+                    &host(out.values()),
+                    &at_entries(&host(&reference), &coalesced),
+                    t,
+                    &format!("{what}: values"),
+                );
                 let dv = grads.get(&v).map(host).unwrap_or_default();
-                assert_close(&dv, &at_entries(&host(rgrads.get(&xd).unwrap()), &case), t, &format!("{what}: d/dvalues"));
+                assert_close(
+                    &dv,
+                    &at_entries(&host(rgrads.get(&xd).unwrap()), &case),
+                    t,
+                    &format!("{what}: d/dvalues"),
+                );
             }
         }
     }
@@ -226,7 +273,15 @@ fn ops_refuse_other_dtypes_and_mixed_dtypes_by_name() {
     assert!(e.contains("f32") && e.contains("f64"), "{e}");
     let e = mm(&single, &tensor(&vec![1.0; (k + 1) * 2], &[k + 1, 2], DType::F32)).unwrap_err().to_string();
     assert!(e.contains(&format!("mm: shapes [{m}, {k}] and [{}, 2] cannot be multiplied", k + 1)), "{e}");
-    let e = sampled_addmm(&single, &tensor(&[1.0; 6], &[3, 2], DType::F32), &tensor(&[1.0; 6], &[2, 3], DType::F32), 1.0, 1.0).unwrap_err().to_string();
+    let e = sampled_addmm(
+        &single,
+        &tensor(&[1.0; 6], &[3, 2], DType::F32),
+        &tensor(&[1.0; 6], &[2, 3], DType::F32),
+        1.0,
+        1.0,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("sampled_addmm") && e.contains("cannot be multiplied"), "{e}");
 }
 
@@ -242,10 +297,12 @@ fn a_fixed_pattern_gets_no_gradient_and_dense_grads_still_flow() {
     let x = Var::from_tensor(&tensor(&xs, &[k, 2], DType::F64)).unwrap();
     let grads = mm(&a, x.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
     let dense = case.dense();
-    let expected: Vec<f64> = (0..k).flat_map(|c| {
-        let s: f64 = (0..m).map(|r| dense[r * k + c]).sum();
-        [s, s]
-    }).collect();
+    let expected: Vec<f64> = (0..k)
+        .flat_map(|c| {
+            let s: f64 = (0..m).map(|r| dense[r * k + c]).sum();
+            [s, s]
+        })
+        .collect();
     assert_close(&host(grads.get(&x).unwrap()), &expected, 1e-12, "d/dX");
     assert!(grads.get(a.values()).is_none());
 }

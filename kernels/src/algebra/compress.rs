@@ -9,7 +9,10 @@ use crate::error::{Result, SparseError};
 /// (`rows` laid out `[batch, nse]`, each in `0..n`). Their size is set by `n`, not by the
 /// entries: an `Allocation` error when it cannot be had.
 pub fn compress(rows: &[i64], batch: usize, nse: usize, n: usize) -> Result<Vec<i64>> {
-    let len = n.checked_add(1).and_then(|w| w.checked_mul(batch)).ok_or(SparseError::Allocation { bytes: usize::MAX, what: "compressed indices" })?;
+    let len = n
+        .checked_add(1)
+        .and_then(|w| w.checked_mul(batch))
+        .ok_or(SparseError::Allocation { bytes: usize::MAX, what: "compressed indices" })?;
     let mut out = try_filled(len, 0i64, "compressed indices")?;
     for b in 0..batch {
         let counts = &mut out[b * (n + 1)..(b + 1) * (n + 1)];

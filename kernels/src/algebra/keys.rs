@@ -31,10 +31,7 @@ pub fn linear_keys<I: IndexElem>(indices: &[I], nse: usize, sizes: &[usize]) -> 
     };
     if nse >= PARALLEL_MIN {
         let chunk = nse.div_ceil(rayon::current_num_threads() * 4).max(4096);
-        keys.spare_capacity_mut()[..nse]
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .for_each(|(c, out)| fill(c * chunk, out));
+        keys.spare_capacity_mut()[..nse].par_chunks_mut(chunk).enumerate().for_each(|(c, out)| fill(c * chunk, out));
     } else {
         fill(0, &mut keys.spare_capacity_mut()[..nse]);
     }

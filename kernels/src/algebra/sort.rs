@@ -154,7 +154,11 @@ impl Packed {
 }
 
 fn threads_for(n: usize) -> usize {
-    if n >= PARALLEL_MIN { rayon::current_num_threads().clamp(1, 8) } else { 1 }
+    if n >= PARALLEL_MIN {
+        rayon::current_num_threads().clamp(1, 8)
+    } else {
+        1
+    }
 }
 
 std::thread_local! {
@@ -421,7 +425,8 @@ mod tests {
         // Large key space: the packed path (40-bit keys) and the pair path (63-bit keys).
         for sizes in [vec![1usize << 20, 1 << 20], vec![1 << 31, 1 << 32]] {
             let bound: u64 = sizes.iter().map(|&s| s as u64).product();
-            let keys: Vec<u64> = (0..n).map(|i| splitmix(i) % bound).chain((0..1000).map(|i| splitmix(i) % bound)).collect();
+            let keys: Vec<u64> =
+                (0..n).map(|i| splitmix(i) % bound).chain((0..1000).map(|i| splitmix(i) % bound)).collect();
             check_plan(&keys, &sizes);
         }
     }

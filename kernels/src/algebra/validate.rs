@@ -107,7 +107,12 @@ pub fn check_compressed<I: IndexElem, J: IndexElem>(
         }
         let last = c[n_comp].to_i64();
         if last != nse as i64 {
-            return Err(SparseError::CompressedEnd { component: names.compressed, batch: b, expected: nse, value: last });
+            return Err(SparseError::CompressedEnd {
+                component: names.compressed,
+                batch: b,
+                expected: nse,
+                value: last,
+            });
         }
         for seg in 0..n_comp {
             let (s, e) = (c[seg].to_i64() as usize, c[seg + 1].to_i64() as usize);
@@ -183,7 +188,10 @@ mod tests {
         let e = check_compressed(NAMES, &[0i64, 2, 4], &[0i64, 1, 1, 1], 1, 2, 2, 4).unwrap_err();
         assert!(matches!(e, SparseError::PlainDuplicate { segment: 1, position: 3, value: 1, .. }));
         let e = check_compressed(NAMES, &[0i64, 2, 4], &[0i64, 1, 0, 2], 1, 2, 2, 4).unwrap_err();
-        assert!(matches!(e, SparseError::IndexOutOfBounds { component: "col_indices", position: 3, value: 2, size: 2, .. }));
+        assert!(matches!(
+            e,
+            SparseError::IndexOutOfBounds { component: "col_indices", position: 3, value: 2, size: 2, .. }
+        ));
     }
 
     #[test]
@@ -193,6 +201,9 @@ mod tests {
         assert_eq!(e, SparseError::IndexOutOfBounds { component: "indices", dim: 0, position: 1, value: 5, size: 2 });
         assert!(check_shape(&[3_000_000_000], IndexType::I32).is_err());
         assert!(check_shape(&[3_000_000_000], IndexType::I64).is_ok());
-        assert!(matches!(check_shape(&[1 << 40, 1 << 40], IndexType::I64), Err(SparseError::ElementCountOverflow { .. })));
+        assert!(matches!(
+            check_shape(&[1 << 40, 1 << 40], IndexType::I64),
+            Err(SparseError::ElementCountOverflow { .. })
+        ));
     }
 }

@@ -146,7 +146,8 @@ pub fn cases(seed: u64) -> Vec<Case> {
     let mut rng = Rng(seed);
     let a = random("random 9x7", 9, 7, 0.4, &mut rng);
     let tall = random("random 40x13", 40, 13, 0.2, &mut rng);
-    let wide = Case { name: "one row".into(), shape: [1, 6], rows: vec![0, 0, 0], cols: vec![0, 2, 5], values: rng.values(3) };
+    let wide =
+        Case { name: "one row".into(), shape: [1, 6], rows: vec![0, 0, 0], cols: vec![0, 2, 5], values: rng.values(3) };
     let empty = Case { name: "nnz = 0".into(), shape: [5, 4], rows: vec![], cols: vec![], values: vec![] };
     vec![a, tall, wide, empty]
 }
