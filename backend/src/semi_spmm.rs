@@ -26,7 +26,7 @@ use burn::backend::{
 };
 use burn::tensor::{Shape, TensorData};
 use sparsegrad_kernels::pattern::{CsrPattern, TransposeCell};
-use sparsegrad_kernels::semi::{csr_of, semi_mm, semi_mm_t, semi_sddmm};
+use sparsegrad_kernels::semi::{csr_of, semi_mm, semi_mm_t, semi_sddmm, SemiLayout, SemiRef};
 
 /// Products with a semi-structured matrix `A [rows, cols]` given as kept values
 /// `[rows, cols / 2]` and `i16` metadata words `[rows, ceil(cols / 16)]`.
@@ -128,6 +128,17 @@ fn words_of(metadata: FlexTensor) -> Vec<i16> {
     int_slice(&metadata).to_i64().into_iter().map(|v| v as i16).collect()
 }
 
+/// The metadata words as a layout `[rows, cols]`; a panic naming the mismatch when they do not
+/// fit it (the tensor-level constructors check the shapes first).
+fn semi_layout(meta: &[i16], rows: usize, cols: usize) -> SemiLayout<'_> {
+    SemiLayout::new(meta, rows, cols).unwrap_or_else(|e| panic!("semi-structured product: {e}"))
+}
+
+/// The matrix of the metadata words and kept values, as [`semi_layout`].
+fn semi_ref<'a, T>(meta: &'a [i16], vals: &'a [T], rows: usize, cols: usize) -> SemiRef<'a, T> {
+    SemiRef::new(semi_layout(meta, rows, cols), vals).unwrap_or_else(|e| panic!("semi-structured product: {e}"))
+}
+
 impl SemiKernels for Flex {
     fn semi_mm(values: FlexTensor, metadata: FlexTensor, cols: usize, b: FlexTensor, transposed: bool) -> FlexTensor {
         let rows = values.shape()[0];
@@ -137,8 +148,8 @@ impl SemiKernels for Flex {
         with_real(
             [values, b],
             shape,
-            |[v, b]| semi_mm(&meta, v, rows, cols, b, n, transposed),
-            |[v, b]| semi_mm(&meta, v, rows, cols, b, n, transposed),
+            |[v, b]| semi_mm(semi_ref(&meta, v, rows, cols), b, n, transposed),
+            |[v, b]| semi_mm(semi_ref(&meta, v, rows, cols), b, n, transposed),
         )
     }
 
@@ -151,8 +162,8 @@ impl SemiKernels for Flex {
         let out = with_real(
             [values, g],
             vec![cols, n],
-            |[v, g]| semi_mm_t(&meta, v, rows, cols, g, n),
-            |[v, g]| semi_mm_t(&meta, v, rows, cols, g, n),
+            |[v, g]| semi_mm_t(semi_ref(&meta, v, rows, cols), g, n),
+            |[v, g]| semi_mm_t(semi_ref(&meta, v, rows, cols), g, n),
         );
         if transposed {
             Flex::float_transpose(out)
@@ -168,8 +179,8 @@ impl SemiKernels for Flex {
         with_real(
             [g, b],
             vec![rows, cols / 2],
-            |[g, b]| semi_sddmm(&meta, rows, cols, g, b, n),
-            |[g, b]| semi_sddmm(&meta, rows, cols, g, b, n),
+            |[g, b]| semi_sddmm(semi_layout(&meta, rows, cols), g, b, n),
+            |[g, b]| semi_sddmm(semi_layout(&meta, rows, cols), g, b, n),
         )
     }
 }

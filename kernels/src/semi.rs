@@ -146,6 +146,86 @@ pub fn validate_metadata(meta: &[i16], rows: usize, cols: usize, pattern: SemiPa
     Ok(())
 }
 
+/// The pattern of a 2:4 matrix `[rows, cols]` on the host: its metadata words `[rows,
+/// ceil(cols / 16)]`, row-major. [`SemiLayout::new`] checks the lengths (and that `cols` is a
+/// whole number of groups), so the kernels index the words without checks of their own.
+#[derive(Debug, Clone, Copy)]
+pub struct SemiLayout<'a> {
+    meta: &'a [i16],
+    rows: usize,
+    cols: usize,
+}
+
+impl<'a> SemiLayout<'a> {
+    /// The layout of `meta` for a `[rows, cols]` matrix; an error when `cols` is not a multiple
+    /// of 4 or `meta` does not hold `rows * ceil(cols / 16)` words.
+    pub fn new(meta: &'a [i16], rows: usize, cols: usize) -> Result<Self> {
+        if !cols.is_multiple_of(4) {
+            return Err(crate::error::invalid(
+                "semi-structured matrix",
+                format!("the row length {cols} must be a multiple of 4"),
+            ));
+        }
+        let words = rows.checked_mul(cols.div_ceil(WORD_COLUMNS));
+        if words != Some(meta.len()) {
+            return Err(SparseError::ShapeMismatch {
+                component: "metadata",
+                expected: vec![rows, cols.div_ceil(WORD_COLUMNS)],
+                actual: vec![meta.len()],
+            });
+        }
+        Ok(Self { meta, rows, cols })
+    }
+
+    /// Rows of the matrix.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns of the matrix.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The metadata words.
+    pub fn meta(&self) -> &'a [i16] {
+        self.meta
+    }
+}
+
+/// A 2:4 matrix on the host: its [`SemiLayout`] and kept values `[rows, cols / 2]`, row-major;
+/// [`SemiRef::new`] checks the values' length.
+#[derive(Debug, Clone, Copy)]
+pub struct SemiRef<'a, T> {
+    layout: SemiLayout<'a>,
+    vals: &'a [T],
+}
+
+impl<'a, T> SemiRef<'a, T> {
+    /// The matrix of `layout` holding `vals`; an error when they are not `[rows, cols / 2]`.
+    pub fn new(layout: SemiLayout<'a>, vals: &'a [T]) -> Result<Self> {
+        let expected = layout.rows.checked_mul(layout.cols / 2);
+        if expected != Some(vals.len()) {
+            return Err(SparseError::ShapeMismatch {
+                component: "values",
+                expected: vec![layout.rows, layout.cols / 2],
+                actual: vec![vals.len()],
+            });
+        }
+        Ok(Self { layout, vals })
+    }
+
+    /// The pattern.
+    pub fn layout(&self) -> SemiLayout<'a> {
+        self.layout
+    }
+
+    /// The kept values.
+    pub fn vals(&self) -> &'a [T] {
+        self.vals
+    }
+}
+
 /// `(crow, col)` of the pattern: `cols / 2` entries in every row.
 pub fn csr_of(meta: &[i16], rows: usize, cols: usize) -> (Vec<i64>, Vec<i64>) {
     let half = (cols / 2) as i64;
@@ -334,25 +414,16 @@ fn pack_panel<T: Real>(b: &[T], b_t: bool, k: usize, n: usize, t0: usize, w: usi
     p
 }
 
-/// `A · B` on host slices: `A` kept values `[rows, cols / 2]` with metadata words
-/// `[rows, ceil(cols / 16)]`, `B [cols, n]`; result `[rows, n]`. With `transposed`, `B` is
+/// `A · B` on host slices: `A [rows, cols]` a 2:4 matrix, `B [cols, n]`; result `[rows, n]`. With `transposed`, `B` is
 /// given as `[n, cols]` and the result is `[n, rows]`: `B · Aᵀ`, a linear layer's product,
 /// without transposing either operand in memory.
-pub fn semi_mm<T: Real>(
-    meta: &[i16],
-    vals: &[T],
-    rows: usize,
-    cols: usize,
-    b: &[T],
-    n: usize,
-    transposed: bool,
-) -> Vec<T> {
+pub fn semi_mm<T: Real>(a: SemiRef<'_, T>, b: &[T], n: usize, transposed: bool) -> Vec<T> {
+    let (meta, vals, rows, cols) = (a.layout.meta, a.vals, a.layout.rows, a.layout.cols);
     // Sixteen vector registers of accumulators per row at most (half of AVX-512's), fewer
     // when `n` is small: the metadata decoding is paid once for that many multiply-adds.
     let wide = 1024 / core::mem::size_of::<T>();
     let nt = wide.min(n.next_power_of_two().max(8));
     let len = out_len(rows, n, "semi_mm: the output");
-    assert_eq!(vals.len(), out_len(rows, cols / 2, "semi_mm: values"), "semi_mm: values are [rows, cols / 2]");
     assert_eq!(b.len(), out_len(cols, n, "semi_mm: b"), "semi_mm: b is [cols, n] (or [n, cols] transposed)");
     let mut out: Vec<T> = Vec::with_capacity(len);
     if len == 0 {
@@ -404,9 +475,10 @@ pub fn semi_mm<T: Real>(
 }
 
 /// `Aᵀ · G` on host slices (`G [rows, n]`): result `[cols, n]`.
-pub fn semi_mm_t<T: Real>(meta: &[i16], vals: &[T], rows: usize, cols: usize, g: &[T], n: usize) -> Vec<T> {
+pub fn semi_mm_t<T: Real>(a: SemiRef<'_, T>, g: &[T], n: usize) -> Vec<T> {
+    let SemiLayout { meta, rows, cols } = a.layout;
     let (crow, col) = csr_of(meta, rows, cols);
-    crate::spmm::spmm_t(kept_pattern(&crow, &col, cols), vals, g, n)
+    crate::spmm::spmm_t(kept_pattern(&crow, &col, cols), a.vals, g, n)
 }
 
 /// The CSR pattern of the kept entries, checked: a metadata array of the wrong length or a row
@@ -418,7 +490,8 @@ fn kept_pattern<'a>(crow: &'a [i64], col: &'a [i64], cols: usize) -> CsrPattern<
 
 /// `out[r, j] = G[r] · B[col(r, j)]` on host slices (`G [rows, n]`, `B [cols, n]`): result
 /// `[rows, cols / 2]`.
-pub fn semi_sddmm<T: Real>(meta: &[i16], rows: usize, cols: usize, g: &[T], b: &[T], n: usize) -> Vec<T> {
+pub fn semi_sddmm<T: Real>(p: SemiLayout<'_>, g: &[T], b: &[T], n: usize) -> Vec<T> {
+    let SemiLayout { meta, rows, cols } = p;
     let (crow, col) = csr_of(meta, rows, cols);
     crate::sddmm::sddmm(kept_pattern(&crow, &col, cols), g, b, n)
 }
@@ -426,6 +499,10 @@ pub fn semi_sddmm<T: Real>(meta: &[i16], rows: usize, cols: usize, g: &[T], b: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn view<'a, T>(meta: &'a [i16], vals: &'a [T], rows: usize, cols: usize) -> SemiRef<'a, T> {
+        SemiRef::new(SemiLayout::new(meta, rows, cols).unwrap(), vals).unwrap()
+    }
 
     #[test]
     fn torch_metadata_word_for_0011() {
@@ -491,10 +568,10 @@ mod tests {
             let (a, meta, vals) = random_24(rows, cols, (rows * 31 + n) as u64);
             let b: Vec<f64> = (0..cols * n).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
             let ab = matmul(&a, &b, rows, cols, n);
-            assert_eq!(semi_mm(&meta, &vals, rows, cols, &b, n, false), ab, "A·B {rows}x{cols}x{n}");
+            assert_eq!(semi_mm(view(&meta, &vals, rows, cols), &b, n, false), ab, "A·B {rows}x{cols}x{n}");
             let bt = transpose(&b, cols, n);
             assert_eq!(
-                semi_mm(&meta, &vals, rows, cols, &bt, n, true),
+                semi_mm(view(&meta, &vals, rows, cols), &bt, n, true),
                 transpose(&ab, rows, n),
                 "B·Aᵀ {rows}x{cols}x{n}"
             );
@@ -505,9 +582,10 @@ mod tests {
                     at[j * rows + i] = a[i * cols + j];
                 }
             }
-            assert_eq!(semi_mm_t(&meta, &vals, rows, cols, &g, n), matmul(&at, &g, cols, rows, n));
+            assert_eq!(semi_mm_t(view(&meta, &vals, rows, cols), &g, n), matmul(&at, &g, cols, rows, n));
             let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
-            let got = semi_mm(&meta, &f32s(&vals), rows, cols, &f32s(&b), n, false);
+            let vals32 = f32s(&vals);
+            let got = semi_mm(view(&meta, &vals32, rows, cols), &f32s(&b), n, false);
             assert_eq!(got, f32s(&matmul(&a, &b, rows, cols, n)), "f32 A·B {rows}x{cols}x{n}");
         }
     }

@@ -6,6 +6,7 @@
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
 //!   values).
+//! - `record`: loading records into layers that check what they load.
 //! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
 //!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
@@ -22,6 +23,7 @@ pub mod mnist;
 pub mod mtx;
 pub mod planetoid;
 pub mod prune;
+mod record;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
 

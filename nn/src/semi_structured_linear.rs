@@ -22,7 +22,7 @@
 //! for layers loaded inside a bigger module or with their public fields set by hand.
 
 use crate::prune::prune_2_4;
-use crate::sparse_linear::load_checked;
+use crate::record::load_checked;
 use burn::config::Config;
 use burn::module::{
     Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId,
