@@ -36,6 +36,12 @@ pub mod nn {
     pub use sparsegrad_nn::*;
 }
 
+/// Matrix Market files to and from tensors (`read_sparse`, `read_dense`, `write_sparse`).
+pub mod io {
+    pub use sparsegrad_nn::io::*;
+    pub use sparsegrad_nn::DataError;
+}
+
 /// torch.sparse's free functions: the matmul family (`mm`, `addmm`, `sampled_addmm`, `mv`,
 /// `bmm`, `smm`, `hspmm`, `sspaddmm`, `mm_dense_sparse`, `spgemm`) and the conversions.
 /// Arithmetic and unary ops (`add`, `mul`, `mul_dense`, `pow`, `sin`, ...) are methods of

@@ -15,7 +15,7 @@ use crate::match_ints;
 use crate::memo::PatternMemo;
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{numel, reshape, reshape_int};
-use burn::tensor::{DType, Device, Int, Tensor};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 
 impl<const D: usize> SparseTensor<D> {
     /// torch's `sparse_coo_tensor(indices, values, size)`: `indices [sparse_dim, nse]`,
@@ -399,4 +399,107 @@ impl<const D: usize> SparseTensor<D> {
             trust: Trust::Checked,
         })
     }
+}
+
+/// Constructors from plain Rust data, so a user need not build index tensors by hand: the
+/// indices arrive as `i64` (torch's default index dtype, kept as int64) and the values as any of
+/// burn's float element types (`f32`, `f64`, `f16`, `bf16`: the tensor takes that dtype). The
+/// checks are the checked constructors' own.
+impl<const D: usize> SparseTensor<D> {
+    /// A COO tensor from one `[i64; D]` coordinate per entry and its value (every dim sparse):
+    /// the plain-data form of [`SparseTensor::coo`]. Uncoalesced as given (duplicates are
+    /// summed by `coalesce`, as torch's).
+    ///
+    /// ```
+    /// # use sparsegrad_backend::SparseTensor;
+    /// let device = burn::tensor::Device::flex();
+    /// let s = SparseTensor::coo_from_vecs(vec![[0, 2], [1, 0]], vec![3.0f32, 4.0], [2, 3], &device).unwrap();
+    /// assert_eq!(s.to_dense().into_data().try_to_vec::<f32>().unwrap(), [0.0, 0.0, 3.0, 4.0, 0.0, 0.0]);
+    /// ```
+    pub fn coo_from_vecs<E: burn::tensor::Element>(
+        indices: impl AsRef<[[i64; D]]>,
+        values: Vec<E>,
+        shape: [usize; D],
+        device: &Device,
+    ) -> Result<Self> {
+        let entries = indices.as_ref();
+        let nse = entries.len();
+        if values.len() != nse {
+            return Err(SparseError::ShapeMismatch {
+                component: "values",
+                expected: vec![nse],
+                actual: vec![values.len()],
+            });
+        }
+        // `[sparse_dim, nse]`: dimension-major, as torch stores them.
+        let mut flat = crate::alloc::try_vec(D.saturating_mul(nse), "coo_from_vecs")?;
+        for d in 0..D {
+            flat.extend(entries.iter().map(|e| e[d]));
+        }
+        let indices = Tensor::<2, Int>::from_data(TensorData::new(flat, [D, nse]), (device, DType::I64));
+        Self::coo(indices, float_values(values, device)?, shape)
+    }
+
+    /// A compressed tensor (`Layout::Csr` or `Layout::Csc`) from its compressed indices, plain
+    /// indices and values as vectors: the plain-data form of [`SparseTensor::compressed`] for a
+    /// matrix (no batch, no dense dims).
+    pub(crate) fn compressed_from_vecs<E: burn::tensor::Element>(
+        compressed: Vec<i64>,
+        plain: Vec<i64>,
+        values: Vec<E>,
+        shape: [usize; D],
+        layout: Layout,
+        device: &Device,
+    ) -> Result<Self> {
+        let int = |v: Vec<i64>| {
+            let n = v.len();
+            Tensor::<1, Int>::from_data(TensorData::new(v, [n]), (device, DType::I64))
+        };
+        Self::compressed(int(compressed), int(plain), float_values(values, device)?, shape, layout)
+    }
+}
+
+impl SparseTensor<2> {
+    /// A CSR matrix from `crow_indices`, `col_indices` and `values` as vectors: the plain-data
+    /// form of [`SparseTensor::csr`], with its checks.
+    ///
+    /// ```
+    /// # use sparsegrad_backend::SparseTensor;
+    /// let device = burn::tensor::Device::flex();
+    /// let s = SparseTensor::csr_from_vecs(vec![0, 1, 2], vec![2, 0], vec![3.0f64, 4.0], [2, 3], &device).unwrap();
+    /// assert_eq!(s.to_dense().into_data().try_to_vec::<f64>().unwrap(), [0.0, 0.0, 3.0, 4.0, 0.0, 0.0]);
+    /// ```
+    pub fn csr_from_vecs<E: burn::tensor::Element>(
+        crow: Vec<i64>,
+        col: Vec<i64>,
+        values: Vec<E>,
+        shape: [usize; 2],
+        device: &Device,
+    ) -> Result<Self> {
+        Self::compressed_from_vecs(crow, col, values, shape, Layout::Csr, device)
+    }
+
+    /// A CSC matrix from `ccol_indices`, `row_indices` and `values` as vectors: the plain-data
+    /// form of [`SparseTensor::csc`].
+    pub fn csc_from_vecs<E: burn::tensor::Element>(
+        ccol: Vec<i64>,
+        row: Vec<i64>,
+        values: Vec<E>,
+        shape: [usize; 2],
+        device: &Device,
+    ) -> Result<Self> {
+        Self::compressed_from_vecs(ccol, row, values, shape, Layout::Csc, device)
+    }
+}
+
+/// A float tensor of `values` in their own element's dtype; integer or boolean elements are an
+/// error (values are floats, and a silent conversion would change them).
+fn float_values<E: burn::tensor::Element>(values: Vec<E>, device: &Device) -> Result<Tensor<1>> {
+    let n = values.len();
+    let data = TensorData::new(values, [n]);
+    let dtype = data.dtype();
+    if !dtype.is_float() {
+        return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{dtype:?}") });
+    }
+    Ok(Tensor::<1>::from_data(data, (device, dtype)))
 }

@@ -3,7 +3,10 @@
 //!
 //! - The type: [`SparseTensor`] (`tensor`), built by the checked (and lazily checked unchecked)
 //!   constructors of `construct`, converted by `convert`, `to_sparse` ([`ToSparse`] on burn
-//!   tensors) and `transpose`, printed by `display`; `memo` lets a layer check its pattern once.
+//!   tensors) and `transpose`, printed by `display`, moved and cast by `cast`; `memo` lets a
+//!   layer check its pattern once.
+//! - In burn modules: `module` ([`module::SparseParam`], a sparse tensor as a module field that
+//!   saves, loads and trains) and `record` (loading records that are checked on load).
 //! - Operations on it, moving values with burn ops so they differentiate through burn's
 //!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `spdiags`,
 //!   `semi_structured` (2:4 tensors).
@@ -15,6 +18,7 @@
 
 pub mod algebra;
 pub use sparsegrad_kernels::alloc;
+pub mod cast;
 pub mod cat;
 pub mod construct;
 pub mod convert;
@@ -22,16 +26,22 @@ mod display;
 pub mod elementwise;
 pub use sparsegrad_kernels::error;
 mod flex;
+#[cfg(feature = "sprs")]
+pub mod from_sprs;
 pub mod host;
 pub use sparsegrad_kernels::layout;
 pub mod memo;
+pub mod module;
 pub mod movement;
 pub use sparsegrad_kernels::pattern;
+pub mod record;
 pub mod reduce;
 pub mod sddmm;
 pub mod select;
 pub mod semi_spmm;
 pub mod semi_structured;
+#[cfg(feature = "serde")]
+pub mod serde;
 pub mod shape;
 pub mod softmax;
 pub mod spdiags;

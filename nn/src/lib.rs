@@ -6,33 +6,43 @@
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
 //!   values).
-//! - `record`: loading records into layers that check what they load.
 //! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
 //!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
 //! - `dropout`: dropout on the stored values of sparse tensors (and a seeded dense twin).
 //! - `mtx`: the Matrix Market reader ([`read_mtx`], [`MatrixMarket`]: streaming, bounds-checked,
 //!   honouring the banner's field and symmetry).
+//! - `io`: Matrix Market files to and from `SparseTensor` (any layout) and dense tensors.
+//! - `error`: [`DataError`], what went wrong reading a file (file, line, what).
 //! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club).
 //! - `mnist`: the MNIST loader ([`Mnist`], IDX files in `data/mnist/`).
+//!
+//! The dataset loaders (`planetoid`, `mnist`) and gzip-compressed input sit behind the
+//! default-on feature `datasets`, so a user of the layers alone does not compile a gzip reader.
 
 pub mod dropout;
+pub mod error;
 pub mod gat;
 pub mod gcn;
+pub mod io;
+#[cfg(feature = "datasets")]
 pub mod mnist;
 pub mod mtx;
+#[cfg(feature = "datasets")]
 pub mod planetoid;
 pub mod prune;
-mod record;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
 
 pub use dropout::{dense_dropout, sparse_dropout, MaskRng};
+pub use error::DataError;
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};
+#[cfg(feature = "datasets")]
 pub use mnist::{Mnist, MnistSplit};
 pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
-pub use planetoid::{DataError, Planetoid};
+#[cfg(feature = "datasets")]
+pub use planetoid::Planetoid;
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};

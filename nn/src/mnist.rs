@@ -15,7 +15,7 @@
 //! time are bounded by the smaller of what the header announces and what the stream holds, and
 //! nothing is allocated up front from the header's counts beyond what a plain file's length backs.
 
-use crate::planetoid::DataError;
+use crate::error::DataError;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use flate2::read::GzDecoder;
 use std::io::Read;
@@ -67,17 +67,16 @@ impl MnistSplit {
     pub fn load(dir: &Path, prefix: &str) -> Result<Self, DataError> {
         let (images_path, mut images, len) = open(dir, &format!("{prefix}-images-idx3-ubyte"))?;
         let (count, rows, cols, pixels) =
-            read_images(&mut images, len).map_err(|e| DataError(format!("{}: {e}", images_path.display())))?;
+            read_images(&mut images, len).map_err(|e| DataError::content(&images_path, None, e))?;
         drop(images);
         let (labels_path, mut labels, len) = open(dir, &format!("{prefix}-labels-idx1-ubyte"))?;
-        let labels = read_labels(&mut labels, len).map_err(|e| DataError(format!("{}: {e}", labels_path.display())))?;
+        let labels = read_labels(&mut labels, len).map_err(|e| DataError::content(&labels_path, None, e))?;
         if labels.len() != count {
-            return Err(DataError(format!(
-                "{}: {} labels for {count} images in {}",
-                labels_path.display(),
-                labels.len(),
-                images_path.display()
-            )));
+            return Err(DataError::content(
+                &labels_path,
+                None,
+                format_args!("{} labels for {count} images in {}", labels.len(), images_path.display()),
+            ));
         }
         Ok(Self { pixels, labels, rows, cols })
     }
@@ -139,13 +138,12 @@ type Opened = (PathBuf, Box<dyn Read>, Option<u64>);
 fn open(dir: &Path, name: &str) -> Result<Opened, DataError> {
     let plain = dir.join(name);
     if plain.exists() {
-        let file = std::fs::File::open(&plain).map_err(|e| DataError(format!("{}: {e}", plain.display())))?;
-        let len = file.metadata().map_err(|e| DataError(format!("{}: {e}", plain.display())))?.len();
+        let file = std::fs::File::open(&plain).map_err(|e| DataError::io(&plain, None, e))?;
+        let len = file.metadata().map_err(|e| DataError::io(&plain, None, e))?.len();
         return Ok((plain, Box::new(file), Some(len)));
     }
     let gz = dir.join(format!("{name}.gz"));
-    let file =
-        std::fs::File::open(&gz).map_err(|e| DataError(format!("{} (or {}): {e}", gz.display(), plain.display())))?;
+    let file = std::fs::File::open(&gz).map_err(|e| DataError::io(&gz, None, e))?;
     Ok((gz, Box::new(GzDecoder::new(file)), None))
 }
 

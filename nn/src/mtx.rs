@@ -13,8 +13,7 @@
 //! contents use checked arithmetic, and every inconsistency is a [`DataError`] naming the file,
 //! the 1-based line (`path:line: ...`) where the problem sits, and what is wrong.
 
-use crate::planetoid::DataError;
-use flate2::read::GzDecoder;
+use crate::error::DataError;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -28,6 +27,9 @@ pub const MAX_LINE: usize = 1 << 20;
 /// until it is read: the vectors grow with what the stream really holds, not with what its size
 /// line claims.
 const GZ_INITIAL_CAPACITY: usize = 1 << 16;
+
+/// A file opened for reading: the path read, its lines, and its length when known (plain).
+type Opened = (PathBuf, Box<dyn BufRead>, Option<u64>);
 
 /// The lines of `path`, or of `path.gz` decompressed, read one at a time with their 1-based
 /// numbers (for error messages) and the bytes consumed (to bound what the rest of a plain file can
@@ -48,18 +50,31 @@ pub(crate) struct Lines {
 
 impl Lines {
     pub(crate) fn open(path: &Path) -> Result<Self, DataError> {
-        let (path, reader, len): (PathBuf, Box<dyn BufRead>, _) = if path.exists() {
-            let file = std::fs::File::open(path).map_err(|e| DataError(format!("{}: {e}", path.display())))?;
-            let len = file.metadata().map_err(|e| DataError(format!("{}: {e}", path.display())))?.len();
+        let (path, reader, len): Opened = if path.exists() {
+            let file = std::fs::File::open(path).map_err(|e| DataError::io(path, None, e))?;
+            let len = file.metadata().map_err(|e| DataError::io(path, None, e))?.len();
             (path.to_path_buf(), Box::new(BufReader::new(file)), Some(len))
         } else {
-            let mut gz = path.as_os_str().to_owned();
-            gz.push(".gz");
-            let gz = PathBuf::from(gz);
-            let file = std::fs::File::open(&gz).map_err(|e| DataError(format!("{} (or .gz): {e}", path.display())))?;
-            (gz, Box::new(BufReader::new(GzDecoder::new(file))), None)
+            Self::open_gz(path)?
         };
         Ok(Self { path, reader, number: 0, consumed: 0, len, buf: Vec::new(), line: String::new() })
+    }
+
+    /// `path.gz`, decompressed (the caller found no plain `path`).
+    #[cfg(feature = "datasets")]
+    fn open_gz(path: &Path) -> Result<Opened, DataError> {
+        let mut gz = path.as_os_str().to_owned();
+        gz.push(".gz");
+        let gz = PathBuf::from(gz);
+        let file = std::fs::File::open(&gz).map_err(|e| DataError::io(path, None, e))?;
+        Ok((gz, Box::new(BufReader::new(flate2::read::GzDecoder::new(file))), None))
+    }
+
+    /// Without the `datasets` feature there is no gzip reader: a missing plain file is an error.
+    #[cfg(not(feature = "datasets"))]
+    fn open_gz(path: &Path) -> Result<Opened, DataError> {
+        let file = std::fs::File::open(path).map_err(|e| DataError::io(path, None, e))?;
+        Ok((path.to_path_buf(), Box::new(BufReader::new(file)), None))
     }
 
     /// Moves to the next line; `false` at the end of the file.
@@ -67,7 +82,7 @@ impl Lines {
         self.buf.clear();
         let limit = MAX_LINE as u64 + 1;
         let read = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buf);
-        let n = read.map_err(|e| DataError(format!("{}:{}: {e}", self.path.display(), self.number + 1)))?;
+        let n = read.map_err(|e| DataError::io(&self.path, Some(self.number + 1), e))?;
         if n == 0 {
             return Ok(false);
         }
@@ -94,7 +109,7 @@ impl Lines {
 
     /// An error at the current line.
     pub(crate) fn error(&self, what: impl fmt::Display) -> DataError {
-        DataError(format!("{}:{}: {what}", self.path.display(), self.number))
+        DataError::content(&self.path, Some(self.number), what)
     }
 
     /// Bytes a plain file holds after the current line; `None` for a gzip stream.
@@ -177,16 +192,14 @@ impl MatrixMarket {
     pub fn to_general(&self) -> Result<MatrixMarket, DataError> {
         let what = || format!("Matrix Market {} x {} {} {}", self.rows, self.cols, self.field, self.symmetry);
         if self.entries.len() != self.values.len() {
-            return Err(DataError(format!(
-                "{}: {} entries but {} values",
-                what(),
-                self.entries.len(),
-                self.values.len()
-            )));
+            return Err(DataError::Invalid {
+                what: format!("{}: {} entries but {} values", what(), self.entries.len(), self.values.len()),
+            });
         }
         let mut mirrored = 0usize;
         for (k, &(i, j)) in self.entries.iter().enumerate() {
-            let stored = |problem: &str| DataError(format!("{}: entry {k} ({i}, {j}) {problem}", what()));
+            let stored =
+                |problem: &str| DataError::Invalid { what: format!("{}: entry {k} ({i}, {j}) {problem}", what()) };
             if i >= self.rows || j >= self.cols {
                 return Err(stored("is outside the matrix"));
             }
@@ -205,7 +218,7 @@ impl MatrixMarket {
             .entries
             .len()
             .checked_add(mirrored)
-            .ok_or_else(|| DataError(format!("{}: too many entries", what())))?;
+            .ok_or_else(|| DataError::Invalid { what: format!("{}: too many entries", what()) })?;
         let sign = if self.symmetry == MtxSymmetry::SkewSymmetric { -1.0 } else { 1.0 };
         let (mut entries, mut values) = (Vec::with_capacity(total), Vec::with_capacity(total));
         for (&(i, j), &v) in self.entries.iter().zip(&self.values) {
@@ -230,7 +243,13 @@ impl MatrixMarket {
 /// The field and symmetry of a `%%MatrixMarket matrix coordinate <field> <symmetry>` banner (its
 /// words are case-insensitive); anything this reader does not handle is refused by name.
 fn parse_banner(line: &str) -> Result<(MtxField, MtxSymmetry), String> {
-    let expected = "`%%MatrixMarket matrix coordinate <real|integer|pattern> <general|symmetric|skew-symmetric>`";
+    parse_banner_of(line, "coordinate")
+}
+
+/// [`parse_banner`] for the storage format `wanted` (`coordinate` or `array`).
+fn parse_banner_of(line: &str, wanted: &str) -> Result<(MtxField, MtxSymmetry), String> {
+    let fields = if wanted == "array" { "<real|integer>" } else { "<real|integer|pattern>" };
+    let expected = format!("`%%MatrixMarket matrix {wanted} {fields} <general|symmetric|skew-symmetric>`");
     let mut words = line.split_whitespace();
     let (Some(banner), Some(object), Some(format), Some(field), Some(symmetry), None) =
         (words.next(), words.next(), words.next(), words.next(), words.next(), words.next())
@@ -247,10 +266,13 @@ fn parse_banner(line: &str) -> Result<(MtxField, MtxSymmetry), String> {
     if !object.eq_ignore_ascii_case("matrix") {
         return Err(format!("banner {line:?}: object {object:?} is not supported (only `matrix`)"));
     }
-    if !format.eq_ignore_ascii_case("coordinate") {
-        return Err(format!(
-            "banner {line:?}: format {format:?} is not supported (only `coordinate`; `array` is dense storage)"
-        ));
+    if !format.eq_ignore_ascii_case(wanted) {
+        let hint = if wanted == "coordinate" {
+            "`array` is dense storage: read it with `io::read_dense`"
+        } else {
+            "`coordinate` is sparse storage: read it with `read_mtx` or `io::read_sparse`"
+        };
+        return Err(format!("banner {line:?}: format {format:?} is not supported (only `{wanted}`; {hint})"));
     }
     let field = match field.to_ascii_lowercase().as_str() {
         "real" => MtxField::Real,
@@ -268,6 +290,9 @@ fn parse_banner(line: &str) -> Result<(MtxField, MtxSymmetry), String> {
             ))
         }
     };
+    if field == MtxField::Pattern && wanted == "array" {
+        return Err(format!("banner {line:?}: an `array` file has no `pattern` field (it stores every value)"));
+    }
     if field == MtxField::Pattern && symmetry == MtxSymmetry::SkewSymmetric {
         return Err(format!("banner {line:?}: `pattern skew-symmetric` has no values to negate"));
     }
@@ -325,7 +350,7 @@ fn value(token: &str, field: MtxField) -> Result<f64, String> {
 pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
     let mut lines = Lines::open(path)?;
     if !lines.advance()? {
-        return Err(DataError(format!("{}: empty, no %%MatrixMarket banner", lines.path.display())));
+        return Err(DataError::content(&lines.path, None, "empty, no %%MatrixMarket banner"));
     }
     let (field, symmetry) = parse_banner(lines.line()).map_err(|e| lines.error(e))?;
     let (rows, cols, nnz) = loop {
@@ -409,6 +434,127 @@ pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
     Ok(MatrixMarket { rows, cols, field, symmetry, entries, values })
 }
 
+/// A Matrix Market `array` matrix (dense storage) with every element: a symmetric or
+/// skew-symmetric file's stored lower triangle is mirrored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DenseMatrixMarket {
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns.
+    pub cols: usize,
+    /// The banner's field (`real` or `integer`).
+    pub field: MtxField,
+    /// The banner's symmetry (the values below are expanded whatever it is).
+    pub symmetry: MtxSymmetry,
+    /// The `rows * cols` elements, row-major.
+    pub values: Vec<f64>,
+}
+
+/// `n (n + 1) / 2` for an `n` whose square did not overflow (so neither does this).
+fn triangle(n: usize) -> usize {
+    if n.is_multiple_of(2) {
+        n / 2 * (n + 1)
+    } else {
+        n.div_ceil(2) * n
+    }
+}
+
+/// Reads a Matrix Market `array` file (or `path.gz`): the banner `%%MatrixMarket matrix array
+/// <real|integer> <general|symmetric|skew-symmetric>`, comment and blank lines, the size line
+/// `rows cols`, then the values column by column (for a symmetric file the lower triangle with
+/// its diagonal, for a skew-symmetric one the strict lower triangle), exactly as many as the size
+/// asks. The same checks as [`read_mtx`]: every problem is a [`DataError`] naming the file and
+/// line, and a plain file declaring more values than its remaining bytes can hold is refused at
+/// its size line, before anything is allocated.
+pub fn read_mtx_array(path: &Path) -> Result<DenseMatrixMarket, DataError> {
+    let mut lines = Lines::open(path)?;
+    if !lines.advance()? {
+        return Err(DataError::content(&lines.path, None, "empty, no %%MatrixMarket banner"));
+    }
+    let (field, symmetry) = parse_banner_of(lines.line(), "array").map_err(|e| lines.error(e))?;
+    let (rows, cols) = loop {
+        if !lines.advance()? {
+            return Err(lines.error("the file ends before the size line `rows cols`"));
+        }
+        let line = lines.line();
+        if skipped(line) {
+            continue;
+        }
+        let mut t = line.split_whitespace().map(str::parse::<usize>);
+        match (t.next(), t.next(), t.next()) {
+            (Some(Ok(r)), Some(Ok(c)), None) => break (r, c),
+            _ => {
+                return Err(
+                    lines.error(format_args!("size line {line:?} is not `rows cols` (two non-negative integers)"))
+                )
+            }
+        }
+    };
+    if symmetry != MtxSymmetry::General && rows != cols {
+        return Err(
+            lines.error(format_args!("a {symmetry} matrix must be square, the size line declares {rows} x {cols}"))
+        );
+    }
+    let total = rows.checked_mul(cols).ok_or_else(|| lines.error(format_args!("{rows} x {cols} elements overflow")))?;
+    // The values the file stores: every element, or a (strict) lower triangle.
+    let stored = match symmetry {
+        MtxSymmetry::General => total,
+        MtxSymmetry::Symmetric => triangle(rows),
+        MtxSymmetry::SkewSymmetric => triangle(rows.saturating_sub(1)),
+    };
+    if let Some(left) = lines.bytes_left() {
+        // A value line takes at least 2 bytes (`0\n`); the last may lack its newline.
+        let most = left.saturating_add(1) / 2;
+        if u64::try_from(stored).map_or(true, |n| n > most) {
+            return Err(lines.error(format_args!(
+                "{stored} values declared, but the {left} bytes after this line hold at most {most}"
+            )));
+        }
+    }
+    let mut read = Vec::new();
+    // A plain file was bounded above; a gzip stream grows with what it really holds.
+    let initial = if lines.bytes_left().is_some() { stored } else { stored.min(GZ_INITIAL_CAPACITY) };
+    read.try_reserve_exact(initial).map_err(|_| lines.error(format_args!("cannot allocate {stored} values")))?;
+    while lines.advance()? {
+        let line = lines.line();
+        if skipped(line) {
+            continue;
+        }
+        for token in line.split_whitespace() {
+            if read.len() == stored {
+                return Err(lines.error(format_args!("more values than the {stored} the size line asks")));
+            }
+            read.push(value(token, field).map_err(|e| lines.error(e))?);
+        }
+    }
+    if read.len() != stored {
+        return Err(
+            lines.error(format_args!("the file ends after {} of the {stored} values the size line asks", read.len()))
+        );
+    }
+    let mut values = Vec::new();
+    values.try_reserve_exact(total).map_err(|_| lines.error(format_args!("cannot allocate {rows} x {cols} values")))?;
+    values.resize(total, 0.0);
+    let mut next = read.into_iter();
+    let sign = if symmetry == MtxSymmetry::SkewSymmetric { -1.0 } else { 1.0 };
+    for j in 0..cols {
+        let first = match symmetry {
+            MtxSymmetry::General => 0,
+            MtxSymmetry::Symmetric => j,
+            MtxSymmetry::SkewSymmetric => j + 1,
+        };
+        for i in first..rows {
+            // Counted above: `stored` values, one per (i, j) visited here.
+            let v = next.next().unwrap_or(0.0);
+            values[i * cols + j] = v;
+            if i != j && symmetry != MtxSymmetry::General {
+                values[j * cols + i] = sign * v;
+            }
+        }
+    }
+    Ok(DenseMatrixMarket { rows, cols, field, symmetry, values })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,11 +615,15 @@ mod tests {
         assert_eq!((m.entries.clone(), m.values.clone()), (vec![(0, 0), (1, 0)], vec![1.0, 1.0]));
         assert_eq!(m.to_general().unwrap().entries, vec![(0, 0), (1, 0), (0, 1)]);
 
-        // A gzip-compressed file is read when the plain one is absent.
+        // A gzip-compressed file is read when the plain one is absent (the `datasets` feature).
         std::fs::remove_file(&path).unwrap();
         write_gz(&dir.join("m.mtx.gz"), "%%MatrixMarket matrix coordinate real general\n1 2 1\n1 2 3\n");
-        let m = read_mtx(&path).unwrap();
-        assert_eq!((m.entries, m.values), (vec![(0, 1)], vec![3.0]));
+        if cfg!(feature = "datasets") {
+            let m = read_mtx(&path).unwrap();
+            assert_eq!((m.entries, m.values), (vec![(0, 1)], vec![3.0]));
+        } else {
+            assert!(read_mtx(&path).is_err());
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -493,7 +643,10 @@ mod tests {
                 "%%MatrixMarket matrix coordinate real hermitian\n1 1 1\n1 1 1\n",
                 "symmetry \"hermitian\" is not supported",
             ),
-            ("%%MatrixMarket matrix array real general\n1 1\n1\n", "format \"array\" is not supported"),
+            (
+                "%%MatrixMarket matrix array real general\n1 1\n1\n",
+                "format \"array\" is not supported (only `coordinate`",
+            ),
             ("%%MatrixMarket vector coordinate real general\n1 1\n1 1\n", "object \"vector\" is not supported"),
             (
                 "%%MatrixMarket matrix coordinate pattern skew-symmetric\n2 2 1\n2 1\n",
@@ -597,10 +750,12 @@ mod tests {
         // count check fails at its end.
         write_gz(&dir.join("g.mtx.gz"), text);
         let e = read_mtx(&dir.join("g.mtx")).unwrap_err().to_string();
-        assert!(
-            e.ends_with("g.mtx.gz:4: the file ends after 2 of the 1000000000000 entries the size line declares"),
-            "{e}"
-        );
+        if cfg!(feature = "datasets") {
+            assert!(
+                e.ends_with("g.mtx.gz:4: the file ends after 2 of the 1000000000000 entries the size line declares"),
+                "{e}"
+            );
+        }
         // A declared size alone allocates nothing: a 10^12 x 10^12 matrix with its 2 entries loads.
         let m = mtx_error_free(
             &dir,

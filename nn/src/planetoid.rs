@@ -15,7 +15,6 @@ use crate::mtx::Lines;
 pub use crate::mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry, MAX_LINE};
 use burn::tensor::{DType, Int, Tensor, TensorData};
 use sparsegrad_backend::SparseTensor;
-use std::fmt;
 use std::path::Path;
 
 /// A node-classification graph: undirected edges, sparse features, labels and the split.
@@ -46,44 +45,36 @@ pub struct Planetoid {
     pub test: Vec<usize>,
 }
 
-/// An error reading a dataset: the file, the line and what is wrong.
-#[derive(Debug)]
-pub struct DataError(pub String);
-
-impl fmt::Display for DataError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for DataError {}
+pub use crate::error::DataError;
 
 /// The undirected edges of a graph's adjacency file: it must be `pattern symmetric` (each edge
 /// stored once, in the lower triangle), without self loops or an edge stored twice. The edges are
 /// the stored entries, in file order.
 fn undirected_edges(path: &Path, m: MatrixMarket) -> Result<Vec<(usize, usize)>, DataError> {
     if (m.field, m.symmetry) != (MtxField::Pattern, MtxSymmetry::Symmetric) {
-        return Err(DataError(format!(
-            "{}:1: banner declares `{} {}`; a graph's adjacency must be `pattern symmetric` (each undirected edge stored once)",
-            path.display(),
+        return Err(DataError::content(path, Some(1), format_args!(
+            "banner declares `{} {}`; a graph's adjacency must be `pattern symmetric` (each undirected edge stored once)",
             m.field,
             m.symmetry
         )));
     }
     if let Some(k) = m.entries.iter().position(|&(i, j)| i == j) {
         let i = m.entries.get(k).map_or(0, |e| e.0 + 1);
-        return Err(DataError(format!(
-            "{}: entry {} of {} is a self loop `{i} {i}`; the graph's edges have none",
-            path.display(),
-            k + 1,
-            m.entries.len()
-        )));
+        return Err(DataError::content(
+            path,
+            None,
+            format_args!(
+                "entry {} of {} is a self loop `{i} {i}`; the graph's edges have none",
+                k + 1,
+                m.entries.len()
+            ),
+        ));
     }
     let mut sorted = m.entries.clone();
     sorted.sort_unstable();
     if let Some(w) = sorted.windows(2).find(|w| w.first() == w.get(1)) {
         let (i, j) = w.first().map_or((0, 0), |&(i, j)| (i + 1, j + 1));
-        return Err(DataError(format!("{}: edge `{i} {j}` is stored twice", path.display())));
+        return Err(DataError::content(path, None, format_args!("edge `{i} {j}` is stored twice")));
     }
     Ok(m.entries)
 }
@@ -91,7 +82,7 @@ fn undirected_edges(path: &Path, m: MatrixMarket) -> Result<Vec<(usize, usize)>,
 /// Checks a TSV header line.
 fn tsv_header(lines: &mut Lines, expected: &str) -> Result<(), DataError> {
     if !lines.advance()? {
-        return Err(DataError(format!("{}: empty, no header {expected:?}", lines.path.display())));
+        return Err(DataError::content(&lines.path, None, format_args!("empty, no header {expected:?}")));
     }
     if lines.line() != expected {
         return Err(lines.error(format_args!("header {:?} is not {expected:?}", lines.line())));
@@ -112,7 +103,7 @@ fn labels_of(lines: &Lines, records: &[(usize, usize, usize)], n: usize, of: &Pa
     }
     let mut labels = vec![usize::MAX; n];
     for &(line, node, label) in records {
-        let at = |what: String| DataError(format!("{}:{line}: {what}", lines.path.display()));
+        let at = |what: String| DataError::content(&lines.path, Some(line), what);
         let slot = labels.get_mut(node).ok_or_else(|| at(format!("node {node} is outside 0..{n}")))?;
         if *slot != usize::MAX {
             return Err(at(format!("node {node} is listed twice")));
@@ -156,19 +147,18 @@ impl Planetoid {
         let features_path = dir.join(format!("{name}_features.mtx"));
         let features = read_mtx(&features_path)?;
         if features.rows != n {
-            return Err(DataError(format!(
-                "{}: {} rows, but {} has {n} nodes",
-                features_path.display(),
-                features.rows,
-                adjacency_path.display()
-            )));
+            return Err(DataError::content(
+                &features_path,
+                None,
+                format_args!("{} rows, but {} has {n} nodes", features.rows, adjacency_path.display()),
+            ));
         }
         let features = features.to_general()?;
         let mut sorted = features.entries.clone();
         sorted.sort_unstable();
         if let Some(w) = sorted.windows(2).find(|w| w.first() == w.get(1)) {
             let (i, j) = w.first().map_or((0, 0), |&(i, j)| (i + 1, j + 1));
-            return Err(DataError(format!("{}: entry `{i} {j}` is stored twice", features_path.display())));
+            return Err(DataError::content(&features_path, None, format_args!("entry `{i} {j}` is stored twice")));
         }
         drop(sorted);
 
@@ -275,9 +265,8 @@ impl Planetoid {
         let m = read_mtx(&mtx_path)?;
         let n = m.rows;
         if n < 2 {
-            return Err(DataError(format!(
-                "{}: the size line declares {n} nodes; the karate split needs at least 2 (the first and the last node train)",
-                mtx_path.display()
+            return Err(DataError::content(&mtx_path, None, format_args!(
+                "the size line declares {n} nodes; the karate split needs at least 2 (the first and the last node train)"
             )));
         }
         let edges = undirected_edges(&mtx_path, m)?;

@@ -22,7 +22,6 @@
 //! for layers loaded inside a bigger module or with their public fields set by hand.
 
 use crate::prune::prune_2_4;
-use crate::record::load_checked;
 use burn::config::Config;
 use burn::module::{
     Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId,
@@ -32,6 +31,7 @@ use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{Device, Int, Tensor};
 use sparsegrad_autodiff::semi_structured::linear;
 use sparsegrad_backend::memo::PatternMemo;
+use sparsegrad_backend::record::load_checked;
 use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 use sparsegrad_backend::SparseError;
 use std::fmt;

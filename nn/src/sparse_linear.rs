@@ -27,7 +27,6 @@
 //! loop does not pay a pass over the pattern at every step.
 
 use crate::prune::{csr_at_positions, csr_indices, kept_count, magnitudes, top_k_positions, try_vec};
-use crate::record::load_checked;
 use burn::config::Config;
 use burn::module::{
     Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId,
@@ -37,6 +36,7 @@ use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Distribution, Int, Tensor};
 use sparsegrad_autodiff::matmul::mm;
 use sparsegrad_backend::memo::PatternMemo;
+use sparsegrad_backend::record::load_checked;
 use sparsegrad_backend::util::{int_tensor, reshape, reshape_int};
 use sparsegrad_backend::{Layout, SparseError, SparseTensor};
 use std::collections::HashSet;

@@ -12,3 +12,4 @@ mod mnist;
 mod prune;
 mod semi_structured_linear;
 mod sparse_linear;
+mod sparse_param;

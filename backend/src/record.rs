@@ -1,6 +1,7 @@
-//! Loading a record into a layer that must check what it loads: the sparse layers' patterns
-//! come from files (untrusted) and the kernels walk them unchecked, so their `Module` impls
-//! override `try_load_record` with [`load_checked`]: burn's own loading, then the layer's check,
+//! Loading a record into a module that must check what it loads: sparse patterns in records
+//! come from files (untrusted) and the kernels walk them unchecked, so the `Module` impls of
+//! [`crate::module::SparseParam`] and of the sparse layers override `try_load_record` with
+//! [`load_checked`]: burn's own loading, then the layer's check,
 //! a failure being a `RecordError::Validation` naming the violation.
 
 use burn::module::{Devices, Module, ModuleMapper, ModuleVisitor};
@@ -10,11 +11,11 @@ use burn::tensor::Device;
 /// `module` with `record` applied by burn's own loading, then `check`ed: the body of a layer's
 /// `try_load_record` override. Burn applies a record through `map`; [`Unchecked`] forwards it
 /// to the layer without a path component of its own, so the record's paths are the layer's.
-pub(crate) fn load_checked<M: Module>(
+pub fn load_checked<M: Module>(
     module: M,
     record: ModuleRecord,
     name: &str,
-    check: impl FnOnce(&M) -> sparsegrad_backend::Result<()>,
+    check: impl FnOnce(&M) -> crate::error::Result<()>,
 ) -> Result<M, RecordError> {
     let loaded = Unchecked(module).try_load_record(record)?.0;
     check(&loaded)
