@@ -18,6 +18,13 @@
 //! assert_eq!(csr.crow_indices::<1>().unwrap().into_data().to_vec::<i64>().unwrap(), vec![0, 1, 3]);
 //! ```
 
+#![warn(missing_docs)]
+
+/// The README's example, compiled and run as a doctest so it cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctest;
+
 pub use sparsegrad_autodiff as autodiff;
 pub use sparsegrad_backend as backend;
 pub use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};

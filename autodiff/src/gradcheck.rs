@@ -119,6 +119,28 @@ fn leaf(values: &[f64], device: &Device) -> Tensor<1> {
 ///
 /// `f` receives one flat f64 tensor per input (in order) and returns the output flattened to
 /// rank 1.
+///
+/// ```
+/// use burn::tensor::Device;
+/// use sparsegrad_autodiff::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+/// use sparsegrad_backend::SparseTensor;
+///
+/// // d/dv of sum(softmax(A)) over a CSR pattern, perturbing only the stored values.
+/// let device = Device::flex();
+/// let a = SparseTensor::csr_from_vecs(vec![0, 2, 3], vec![0, 2, 1], vec![0.3f64, -1.2, 2.0], [2, 3], &device).unwrap();
+/// let weights = burn::tensor::Tensor::<1>::from_data([1.0f64, 2.0, 3.0], (&device.clone().autodiff(), burn::tensor::DType::F64));
+/// let report = gradcheck(
+///     |inputs| {
+///         let s = a.to_device(&inputs[0].device()).with_values(inputs[0].clone().reshape([3, 1]));
+///         let p = sparsegrad_autodiff::softmax::softmax(&s, 1);
+///         p.values_flat().reshape([3]) * weights.clone()
+///     },
+///     &[GradInput::sparse("a", &a)],
+///     GradcheckOptions::default(),
+/// )
+/// .unwrap();
+/// assert_eq!(report.checked, 3);
+/// ```
 pub fn gradcheck<F>(f: F, inputs: &[GradInput], options: GradcheckOptions) -> Result<GradcheckReport, GradcheckError>
 where
     F: Fn(&[Tensor<1>]) -> Tensor<1>,

@@ -6,6 +6,8 @@
 //! `semi_structured` (the products with 2:4 matrices); `matmul` holds the torch-named functions
 //! built on the products, `gradcheck` the numerical checker.
 
+#![warn(missing_docs)]
+
 pub mod gradcheck;
 pub mod matmul;
 pub mod sddmm;

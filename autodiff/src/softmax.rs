@@ -88,6 +88,18 @@ impl<B: SoftmaxKernels, C: CheckpointStrategy> SparseSoftmax for Autodiff<B, C> 
 /// `dim` normalised over its stored elements. Every layout; an uncoalesced COO input is
 /// coalesced first (duplicates are one element). Panics on a dim out of range (see
 /// [`try_softmax`]).
+///
+/// ```
+/// use burn::tensor::Device;
+/// use sparsegrad_backend::SparseTensor;
+///
+/// let device = Device::flex();
+/// // Row 0 stores two equal values, row 1 one: unstored elements are not part of the softmax.
+/// let s = SparseTensor::csr_from_vecs(vec![0, 2, 3], vec![0, 2, 1], vec![1.0f32, 1.0, 5.0], [2, 3], &device)?;
+/// let p = sparsegrad_autodiff::softmax::softmax(&s, 1);
+/// assert_eq!(p.to_dense().into_data().try_to_vec::<f32>().unwrap(), [0.5, 0.0, 0.5, 0.0, 1.0, 0.0]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 pub fn softmax<const D: usize>(input: &SparseTensor<D>, dim: usize) -> SparseTensor<D> {
     try_softmax(input, dim).unwrap_or_else(|e| panic!("{e}"))
 }

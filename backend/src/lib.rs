@@ -16,6 +16,8 @@
 //! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).
 //! - From the kernels crate: [`SparseError`] (`error`), [`Layout`], `alloc`, `pattern`.
 
+#![warn(missing_docs)]
+
 pub mod algebra;
 pub use sparsegrad_kernels::alloc;
 pub mod cast;

@@ -29,6 +29,8 @@
 //! The ops run on candle's CPU device, in f32 and f64; other devices and dtypes are candle
 //! errors naming them.
 
+#![warn(missing_docs)]
+
 mod convert;
 mod host;
 mod indices;

@@ -20,6 +20,8 @@
 //! `CscPattern` built from one); the others check their operands' sizes. None of them is
 //! `unsafe` to call.
 
+#![warn(missing_docs)]
+
 pub mod algebra;
 pub mod alloc;
 pub mod dense;

@@ -24,6 +24,22 @@ pub struct GcnConvConfig {
 }
 
 /// A graph convolution layer: `Â (X W) + b`.
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::{gcn_norm, GcnConvConfig};
+///
+/// let device = Device::flex();
+/// // A path 0 - 1 - 2: with self loops, node 1 has degree 3 and the ends degree 2.
+/// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
+/// let conv = GcnConvConfig::new(4, 2).init(&device);
+/// let x = Tensor::<2>::ones([3, 4], &device);
+/// let y = conv.forward(&adj, x.clone());
+/// // The same product with the normalised adjacency made dense.
+/// let expected = adj.to_dense().matmul(x.matmul(conv.weight.val()));
+/// y.into_data().assert_approx_eq::<f32>(&expected.into_data(), burn::tensor::Tolerance::default());
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct GcnConv {
     /// `[d_input, d_output]`, Glorot-uniform initialised (as Kipf & Welling).

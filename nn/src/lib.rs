@@ -20,6 +20,8 @@
 //! The dataset loaders (`planetoid`, `mnist`) and gzip-compressed input sit behind the
 //! default-on feature `datasets`, so a user of the layers alone does not compile a gzip reader.
 
+#![warn(missing_docs)]
+
 pub mod dropout;
 pub mod error;
 pub mod gat;

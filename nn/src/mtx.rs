@@ -727,8 +727,15 @@ mod tests {
         std::fs::write(dir.join("g.mtx.gz"), "not gzip at all").unwrap();
         let e = read_mtx(&dir.join("g.mtx")).unwrap_err().to_string();
         assert!(e.contains("g.mtx.gz:1: "), "{e}");
-        let e = read_mtx(&dir.join("absent.mtx")).unwrap_err().to_string();
-        assert!(e.contains("absent.mtx (or .gz): "), "{e}");
+        let e = read_mtx(&dir.join("absent.mtx")).unwrap_err();
+        assert!(matches!(&e, DataError::Io { line: None, .. }), "{e:?}");
+        assert_eq!(e.path(), Some(dir.join("absent.mtx").as_path()));
+        assert!(e.to_string().contains("absent.mtx: "), "{e}");
+        // The error is data: the file, the line and what is wrong.
+        let path = dir.join("m.mtx");
+        std::fs::write(&path, "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n").unwrap();
+        let DataError::Content { path: p, line, what } = read_mtx(&path).unwrap_err() else { panic!("not content") };
+        assert_eq!((p, line, what.as_str()), (path, Some(3), "row 3 is outside 1..=2"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

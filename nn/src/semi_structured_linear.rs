@@ -58,6 +58,22 @@ pub struct SemiStructuredLinearConfig {
 ///
 /// Its record holds the kept values, the metadata and the bias; loading checks the metadata
 /// (see the module docs).
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::SemiStructuredLinearConfig;
+///
+/// let device = Device::flex();
+/// let layer = SemiStructuredLinearConfig::new(8, 4).init(&device);
+/// let y = layer.forward(Tensor::<2>::ones([3, 8], &device));
+/// assert_eq!(y.dims(), [3, 4]);
+/// // The same as the dense layer of its decompressed weight: half of each group of 4 is zero.
+/// let w = layer.weight().to_dense(); // [4, 8]
+/// let zeros = w.clone().equal_elem(0.0).int().sum().into_scalar::<i64>();
+/// assert!(zeros >= 16, "{zeros} zeros in a 2:4 weight of 32 elements");
+/// let dense = Tensor::<2>::ones([3, 8], &device).matmul(w.transpose()) + layer.bias.as_ref().unwrap().val().unsqueeze();
+/// y.into_data().assert_approx_eq::<f32>(&dense.into_data(), burn::tensor::Tolerance::default());
+/// ```
 #[derive(Clone, Debug)]
 pub struct SemiStructuredLinear {
     /// The kept weights `[d_output, d_input / 2]`: the trainable values.
