@@ -10,6 +10,7 @@ mod common_ops;
 mod elementwise;
 mod gradients;
 mod invariants;
+mod linalg;
 mod matmul;
 mod matmul_grad;
 mod properties;
