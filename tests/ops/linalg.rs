@@ -159,9 +159,8 @@ fn svd_lowrank_subtracts_a_broadcast_mean() {
     for shape in [[1, cols], [rows, 1], [rows, cols], [1, 1]] {
         let mean = rng.values(shape[0] * shape[1]);
         let centered = mat(&data, rows, cols);
-        let centered = Mat::from_fn(rows, cols, |i, j| {
-            centered[(i, j)] - mean[(i % shape[0]) * shape[1] + (j % shape[1])]
-        });
+        let centered =
+            Mat::from_fn(rows, cols, |i, j| centered[(i, j)] - mean[(i % shape[0]) * shape[1] + (j % shape[1])]);
         let (s_ref, _, _) = dense_svd(centered.as_ref());
         let m = dense(&mean, shape, DType::F64);
         let what = format!("mean {shape:?}");
@@ -224,7 +223,11 @@ fn lowrank_edge_cases_and_errors() {
 /// gradcheck of `U`, `S` and `V` together w.r.t. the stored values, the test matrix drawn from
 /// the same seed at every evaluation (torch's gradcheck of svd_lowrank fixes the seed the same
 /// way).
-fn check_lowrank_grad(name: &str, f: impl Fn(&SparseTensor<2>) -> (Tensor<2>, Tensor<1>, Tensor<2>), s: &SparseTensor<2>) {
+fn check_lowrank_grad(
+    name: &str,
+    f: impl Fn(&SparseTensor<2>) -> (Tensor<2>, Tensor<1>, Tensor<2>),
+    s: &SparseTensor<2>,
+) {
     let input = GradInput::sparse(name, s);
     let n = input.values.len();
     let g = |v: &[Tensor<1>]| {
@@ -277,7 +280,14 @@ fn spd(n: usize, rng: &mut Rng) -> Vec<f64> {
 }
 
 /// `‖A x_j - λ_j B x_j‖` is small for every returned pair (`b` the dense B, or identity).
-fn assert_eigenpairs(a: MatRef<'_, f64>, b: Option<MatRef<'_, f64>>, e: &[f64], x: MatRef<'_, f64>, tol: f64, what: &str) {
+fn assert_eigenpairs(
+    a: MatRef<'_, f64>,
+    b: Option<MatRef<'_, f64>>,
+    e: &[f64],
+    x: MatRef<'_, f64>,
+    tol: f64,
+    what: &str,
+) {
     let ax = a * x;
     let bx = match b {
         Some(b) => b * x,
@@ -301,7 +311,8 @@ fn lobpcg_matches_the_dense_eigensolver() {
     for (name, s) in layouts_2d(&dense(&data, [n, n], DType::F64)) {
         for largest in [true, false] {
             let what = format!("{name} largest={largest}");
-            let (e, x) = lobpcg(&s, Some(3), None, None, Some(5), None, None, Some(1e-10), Some(largest), None).unwrap();
+            let (e, x) =
+                lobpcg(&s, Some(3), None, None, Some(5), None, None, Some(1e-10), Some(largest), None).unwrap();
             assert_eq!((e.dims(), x.dims()), ([3], [n, 3]), "{what}");
             let (e, x) = (floats(e), host(x));
             let (expected, vecs): (Vec<f64>, Mat<f64>) = if largest {
@@ -350,7 +361,8 @@ fn lobpcg_generalized_and_preconditioned() {
     let (e_std, _) = dense_eigh(a.as_ref());
     let jacobi = diag(&(0..n).map(|i| 1.0 / a[(i, i)]).collect::<Vec<_>>());
     let x0 = dense(&rng.values(n * 3), [n, 3], DType::F64);
-    let (e, x) = lobpcg(&s, None, None, Some(x0), None, Some(&jacobi), None, Some(1e-10), Some(false), Some("ortho")).unwrap();
+    let (e, x) =
+        lobpcg(&s, None, None, Some(x0), None, Some(&jacobi), None, Some(1e-10), Some(false), Some("ortho")).unwrap();
     assert_eq!(x.dims(), [n, 3]);
     assert_rel(&floats(e), &e_std[..3], 1e-8, "preconditioned");
 }
@@ -366,7 +378,9 @@ fn lobpcg_errors() {
     assert!(e.contains("(= 9) is smaller than 3 x the block size (= 4)"), "{e}");
     assert!(msg(lobpcg(&sq, Some(3), None, None, Some(2), None, None, None, None, None)).contains("k = 3"));
     assert!(msg(lobpcg(&sq, Some(1), None, None, None, None, None, None, None, Some("basic"))).contains("\"basic\""));
-    assert!(msg(lobpcg(&sq, Some(1), Some(&wide), None, None, None, None, None, None, None)).contains("B must be [9, 9]"));
+    assert!(
+        msg(lobpcg(&sq, Some(1), Some(&wide), None, None, None, None, None, None, None)).contains("B must be [9, 9]")
+    );
     let x = dense(&[0.0; 8], [8, 1], DType::F64);
     assert!(msg(lobpcg(&sq, Some(1), None, Some(x), None, None, None, None, None, None)).contains("must be [9, 1]"));
     // 3n = m is allowed.

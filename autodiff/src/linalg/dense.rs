@@ -52,8 +52,11 @@ impl Rows {
     pub(crate) fn of(t: &Tensor<2>) -> Self {
         let [rows, cols] = t.dims();
         let data = t.to_data();
-        let data = match data.dtype {
-            DType::F64 => data.into_vec::<f64>().unwrap_or_else(|d| d.iter::<f64>().collect()),
+        let data = match data.dtype() {
+            DType::F64 => match data.as_slice::<f64>() {
+                Ok(s) => s.to_vec(),
+                Err(_) => data.iter::<f64>().collect(),
+            },
             DType::F32 => match data.as_slice::<f32>() {
                 Ok(s) => s.iter().map(|&v| v as f64).collect(),
                 Err(_) => data.iter::<f64>().collect(),

@@ -110,7 +110,10 @@ pub fn svd_lowrank(
     let niter = niter.unwrap_or(2);
     check_dtype(OP, a.dtype())?;
     if q > rows.min(cols) {
-        return Err(invalid(OP, format!("q = {q} exceeds min(m, n) = {} of the [{rows}, {cols}] input", rows.min(cols))));
+        return Err(invalid(
+            OP,
+            format!("q = {q} exceeds min(m, n) = {} of the [{rows}, {cols}] input", rows.min(cols)),
+        ));
     }
     if let Some(mean) = &m {
         let [r, c] = mean.dims();
@@ -156,7 +159,10 @@ pub fn pca_lowrank(
     let [rows, cols] = a.shape();
     let q = q.unwrap_or(6.min(rows).min(cols));
     if q > rows.min(cols) {
-        return Err(invalid(OP, format!("q = {q} exceeds min(m, n) = {} of the [{rows}, {cols}] input", rows.min(cols))));
+        return Err(invalid(
+            OP,
+            format!("q = {q} exceeds min(m, n) = {} of the [{rows}, {cols}] input", rows.min(cols)),
+        ));
     }
     check_dtype(OP, a.dtype())?;
     if !center || rows == 0 {
