@@ -211,11 +211,11 @@ fn lowrank_edge_cases_and_errors() {
     // q = 0 and an empty matrix give empty factors.
     let (u, sv, v) = svd_lowrank(&s, Some(0), None, None).unwrap();
     assert_eq!((u.dims(), sv.dims(), v.dims()), ([2, 0], [0], [3, 0]));
-    let empty = dense(&[], [0, 4], DType::F64).to_sparse_coo().unwrap();
+    let empty = dense(&[], [0, 4], DType::F64).to_sparse().unwrap();
     let (u, sv, v) = pca_lowrank(&empty, None, true, None).unwrap();
     assert_eq!((u.dims(), sv.dims(), v.dims()), ([0, 0], [0], [4, 0]));
     // The diagonal matrix's singular values, exactly, on a matrix with an empty row and column.
-    let d = dense(&[3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0], [3, 3], DType::F64).to_sparse_coo().unwrap();
+    let d = dense(&[3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0], [3, 3], DType::F64).to_sparse().unwrap();
     let (_, sv, _) = svd_lowrank(&d, Some(2), None, None).unwrap();
     assert_rel(&floats(sv), &[3.0, 2.0], 1e-12, "diagonal");
 }
