@@ -287,6 +287,22 @@ fn main() {
         linear_2_4(&bench, &device);
     }
 
+    if bench.wants("svd_lowrank") {
+        // torch.svd_lowrank(A_coo, q=16, niter=2) in the anchors (a coalesced COO input): timed
+        // here on CSR and on COO (which converts to CSR once per call). The test matrix is drawn
+        // from burn's generator, seeded at every call so that `--sums` is reproducible.
+        for (name, a, _, _) in &built {
+            let csr = csr_tensor(a, &device);
+            let coo = csr.to_sparse_coo();
+            for (op, s) in [("svd_lowrank", &csr), ("svd_lowrank_coo", &coo)] {
+                bench.run(op, name, 5, None, || {
+                    device.seed(1);
+                    sparsegrad::linalg::svd_lowrank(s, Some(16), Some(2), None).expect("q <= min(m, n)").1
+                });
+            }
+        }
+    }
+
     if bench.wants("softmax") {
         // torch.sparse.softmax(A_coo, 1) on powerlaw100k (anchor 26.9 ms): a coalesced COO input.
         if let Some((name, a, _, _)) = built.iter().find(|b| b.0 == "powerlaw100k") {

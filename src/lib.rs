@@ -38,6 +38,13 @@ pub mod gradcheck {
 }
 pub use sparsegrad_autodiff::gradcheck::gradcheck;
 
+/// torch's low-rank factorisations and eigensolver on sparse input: `svd_lowrank`,
+/// `pca_lowrank` (differentiable w.r.t. the sparse values) and `lobpcg`, touching the sparse
+/// operand only through `mm`.
+pub mod linalg {
+    pub use sparsegrad_autodiff::linalg::*;
+}
+
 /// Sparse layers.
 pub mod nn {
     pub use sparsegrad_nn::*;

@@ -4,11 +4,13 @@
 //! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
 //! beside it: `spmm` and `sddmm` (each the other's gradient), `softmax` (segment softmax), and
 //! `semi_structured` (the products with 2:4 matrices); `matmul` holds the torch-named functions
-//! built on the products, `gradcheck` the numerical checker.
+//! built on the products, `linalg` the low-rank factorisations and the eigensolver on top of
+//! them, `gradcheck` the numerical checker.
 
 #![warn(missing_docs)]
 
 pub mod gradcheck;
+pub mod linalg;
 pub mod matmul;
 pub mod sddmm;
 pub mod semi_structured;

@@ -11,6 +11,7 @@ mod elementwise;
 mod gradients;
 mod invariants;
 mod io;
+mod linalg;
 mod matmul;
 mod matmul_grad;
 mod plain_data;
