@@ -33,6 +33,7 @@ pub mod sddmm;
 pub mod semi;
 pub mod simd;
 pub mod softmax;
+pub mod spgemm;
 pub mod spmm;
 pub mod spmm_backward;
 
