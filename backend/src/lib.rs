@@ -5,10 +5,10 @@
 //!   constructors of `construct`, converted by `convert`, `to_sparse` ([`ToSparse`] on burn
 //!   tensors) and `transpose`, printed by `display`; `memo` lets a layer check its pattern once.
 //! - Operations on it, moving values with burn ops so they differentiate through burn's
-//!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `spdiags`,
+//!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `filter`, `spdiags`,
 //!   `semi_structured` (2:4 tensors).
 //! - The extension traits, a primitive per file, each with its portable default and its Flex
-//!   impl over the kernels: `spmm`, `sddmm`, `softmax`, `semi_spmm`, `movement` (the row
+//!   impl over the kernels: `spmm`, `sddmm`, `spgemm`, `dense_sparse`, `softmax`, `semi_spmm`, `movement` (the row
 //!   movements, with their autodiff rules), and `host` (zero-copy host views of tensors).
 //! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).
 //! - From the kernels crate: [`SparseError`] (`error`), [`Layout`], `alloc`, `pattern`.
@@ -18,8 +18,10 @@ pub use sparsegrad_kernels::alloc;
 pub mod cat;
 pub mod construct;
 pub mod convert;
+pub mod dense_sparse;
 mod display;
 pub mod elementwise;
+pub mod filter;
 pub use sparsegrad_kernels::error;
 mod flex;
 pub mod host;
@@ -35,6 +37,7 @@ pub mod semi_structured;
 pub mod shape;
 pub mod softmax;
 pub mod spdiags;
+pub mod spgemm;
 pub mod spmm;
 pub mod tensor;
 pub mod to_sparse;

@@ -11,8 +11,10 @@
 //! - `simd`, `real`, `scratch`, `dense`: the one CPU-feature check ([`simd::isa`]) and the
 //!   multiversioning of kernels on it, the value types, per-thread aligned scratch buffers, the
 //!   dense transpose.
-//! - `spmm`, `sddmm`, `spmm_backward`: the products on a [`pattern::CsrPattern`] (`A · X`,
-//!   `Aᵀ · G` through the transposed view, SDDMM, and both gradients of a product in one pass).
+//! - `spmm`, `sddmm`, `spmm_backward`, `spgemm`: the products on a [`pattern::CsrPattern`] (`A · X`,
+//!   `Aᵀ · G` through the transposed view, SDDMM, both gradients of a product in one pass, and
+//!   the sparse · sparse product with its gradients).
+//! - `dense_sparse`: dense · sparse (`X · A` row by row, no transposes) and its gradients.
 //! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
 //! - `semi`: 2:4 semi-structured metadata and products.
 //!
@@ -23,6 +25,7 @@
 pub mod algebra;
 pub mod alloc;
 pub mod dense;
+pub mod dense_sparse;
 pub mod error;
 pub mod index;
 pub mod layout;

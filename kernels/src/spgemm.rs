@@ -270,15 +270,19 @@ pub fn spgemm_symbolic<I: IndexElem, J: IndexElem>(
     let dst = SendPtr(col.as_mut_ptr());
     cuts.par_windows(2).for_each(|w| {
         with_workspace::<f32, _>(n, |mut ws| {
-            for i in w[0]..w[1] {
-                let mut at = crow[i] as usize;
+            for (i, ends) in crow.windows(2).enumerate().take(w[1]).skip(w[0]) {
+                let (mut at, end) = (ends[0] as usize, ends[1] as usize);
                 row_columns::<I, J, f32, true>(a, b, mask, i, &work, &mut ws, |j| {
-                    // SAFETY: the row's columns fill `crow[i]..crow[i + 1]` (the counting
-                    // pass gave its length: the same walk), inside `0..nnz`; rows are
-                    // partitioned by the blocks.
-                    unsafe { dst.at(at).write(j as i64) };
+                    // The counting pass gave the row's length (the same walk); the bound is
+                    // checked anyway, so a disagreement can only fail the assertion below.
+                    if at < end {
+                        // SAFETY: `at` lies in `crow[i]..crow[i + 1]`, inside `0..nnz`; rows
+                        // are partitioned by the blocks.
+                        unsafe { dst.at(at).write(j as i64) };
+                    }
                     at += 1;
                 });
+                assert_eq!(at, end, "spgemm: the fill pass disagrees with the counting pass");
             }
         })
     });
@@ -541,10 +545,12 @@ pub fn spgemm_grad_b<T: Real, I: IndexElem, J: IndexElem>(
     let work = row_work(a, b)?;
     let cuts = balanced_row_blocks(&work, grad_b_parts(*work.last().expect("m + 1")));
     let parts = cuts.len().saturating_sub(1);
-    let mut partial = try_vec::<T>(parts.checked_mul(nb).ok_or(SparseError::Allocation {
-        bytes: usize::MAX,
-        what: "spgemm: partial gradients of B",
-    })?, "spgemm: partial gradients of B")?;
+    let mut partial = try_vec::<T>(
+        parts
+            .checked_mul(nb)
+            .ok_or(SparseError::Allocation { bytes: usize::MAX, what: "spgemm: partial gradients of B" })?,
+        "spgemm: partial gradients of B",
+    )?;
     partial.resize(parts * nb, T::default());
     let acol = a.idx();
     let bcol = b.idx();
@@ -615,7 +621,10 @@ fn with_i64<I: IndexElem, J: IndexElem, R>(
     f: impl FnOnce(CsrPattern<'_, i64, i64>, CsrPattern<'_, i64, i64>) -> R,
 ) -> R {
     let widen = |p: CsrPattern<'_, I, J>| {
-        (p.ptr().iter().map(|v| v.to_i64()).collect::<Vec<i64>>(), p.idx().iter().map(|v| v.to_i64()).collect::<Vec<i64>>())
+        (
+            p.ptr().iter().map(|v| v.to_i64()).collect::<Vec<i64>>(),
+            p.idx().iter().map(|v| v.to_i64()).collect::<Vec<i64>>(),
+        )
     };
     let ((ap, ai), (bp, bi)) = (widen(a), widen(b));
     // SAFETY: the same valid patterns, widened element by element.
@@ -715,7 +724,10 @@ mod tests {
             }
             assert_eq!(structure(m, n, &crow, &col), want_s, "structure {m}x{k}x{n}");
             assert_eq!(dense(m, n, &crow, &col, &val), want, "values {m}x{k}x{n}");
-            assert_eq!(spgemm_products(a, b).unwrap() as usize, (0..ai.len()).map(|q| b.row(ai[q] as usize).len()).sum::<usize>());
+            assert_eq!(
+                spgemm_products(a, b).unwrap() as usize,
+                (0..ai.len()).map(|q| b.row(ai[q] as usize).len()).sum::<usize>()
+            );
             // Masked: a pattern of its own; the result is the mask's entries some product reaches.
             let (mp, mi, _) = random(m, n, 5, 9, false);
             let mk = CsrPattern::new(&mp[..], &mi[..], n).unwrap();
@@ -793,7 +805,12 @@ mod tests {
                 let c = CsrPattern::new(&crow[..], &col[..], n).unwrap();
                 let g: Vec<f32> = val.iter().map(|v| v * 0.5 + 1.0).collect();
                 let db = spgemm_grad_b(a, &av, b, c, &g).unwrap();
-                (crow, col, val.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), db.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+                (
+                    crow,
+                    col,
+                    val.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    db.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                )
             })
         };
         assert_eq!(run(1), run(3));

@@ -19,4 +19,5 @@ mod semi_structured;
 mod shape;
 mod softmax;
 mod spdiags;
+mod spgemm;
 mod unary;
