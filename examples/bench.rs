@@ -141,8 +141,9 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
         });
     }
     if bench.wants("mm_dense_sparse") {
-        // Dense @ sparse, `Y [n, rows] @ A`: the direct kernel, and the transposed route
-        // `(Aᵀ Yᵀ)ᵀ` through the CSR product (its result left as a transposed view).
+        // Dense @ sparse, `Y [n, rows] @ A`: `mm_dense_sparse` (A's transposed view, no copy of
+        // Aᵀ), and the route a torch user takes, `(Aᵀ Yᵀ)ᵀ` with Aᵀ converted to CSR (its
+        // result left as a transposed view).
         let y = dense(n, a.rows, xseed + 300, &device);
         bench.run("mm_dense_sparse", name, 7, Some(flops), || sparse::mm_dense_sparse(y.clone(), &s));
         let st = s.t().to_sparse_csr().expect("transpose");

@@ -13,7 +13,6 @@
 //! Usage: `cargo run --release --example sparse_dnn [-- BATCH [LAYERS]]` (defaults 256, 120).
 
 #[path = "workloads/mod.rs"]
-#[allow(dead_code)]
 mod workloads;
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
@@ -44,7 +43,7 @@ fn csr(crow: Vec<i64>, col: Vec<i64>, val: Vec<f32>, shape: [usize; 2], device: 
 /// on even layers and 32 on odd ones (two layers connect every input to every output, as a
 /// radix-32 RadiX-Net does), the offset drawn from the seed.
 fn layer(l: usize, device: &Device) -> SparseTensor<2> {
-    let stride = if l % 2 == 0 { 1 } else { FANOUT };
+    let stride = if l.is_multiple_of(2) { 1 } else { FANOUT };
     let offset = (workloads::sm(SEED, l as u64) % NEURONS as u64) as usize;
     let mut crow = vec![0i64];
     let mut col = Vec::with_capacity(NEURONS * FANOUT);

@@ -3,12 +3,11 @@
 //! The conversions of the backend differentiate through burn's own autodiff (they move values
 //! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
 //! beside it: `spmm` and `sddmm` (each the other's gradient), `spgemm` (sparse · sparse, its
-//! gradients masked sparse products), `dense_sparse` (dense · sparse without transposes),
+//! gradients masked sparse products),
 //! `softmax` (segment softmax), and
 //! `semi_structured` (the products with 2:4 matrices); `matmul` holds the torch-named functions
 //! built on the products, `gradcheck` the numerical checker.
 
-pub mod dense_sparse;
 pub mod gradcheck;
 pub mod matmul;
 pub mod sddmm;

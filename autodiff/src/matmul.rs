@@ -1,6 +1,6 @@
 //! torch.sparse's matmul family as free functions (re-exported from `sparsegrad::sparse`):
-//! `mm` (sparse @ dense, sparse @ sparse: `spgemm`), `mm_dense_sparse` (dense @ sparse, row by
-//! row, without torch's double transpose), `addmm`, `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
+//! `mm` (sparse @ dense, sparse @ sparse: `spgemm`), `mm_dense_sparse` (dense @ sparse,
+//! without torch's double transpose), `addmm`, `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
 //!
 //! Every layout is accepted as the sparse operand. CSR runs the kernels directly, CSC runs them
 //! on its arrays as the CSR pattern of the transpose (no conversion), and COO, BSR and BSC are
@@ -17,7 +17,6 @@
 //! result is sized with checked arithmetic and probed before the kernels allocate it, so an
 //! impossible one is an `Allocation` error, not an abort.
 
-use crate::dense_sparse::SparseDenseMm;
 use crate::sddmm::SparseSddmm;
 use crate::spgemm::SparseSpgemm;
 use crate::spmm::SparseSpmm;
@@ -174,11 +173,8 @@ pub fn try_mm<R: MatmulRhs>(a: &SparseTensor<2>, b: R) -> Result<R::Output> {
     b.rmm(a)
 }
 
-/// Dense @ sparse: `x [p, m] @ a [m, k] -> [p, k]`, computed directly (each output row
-/// accumulates the rows of `a` scaled by that row of `x`; zeros of `x` are skipped, so they
-/// contribute nothing even against an infinite value), without transposing `x` or the result
-/// (torch makes users transpose twice); a CSC operand runs as `(P xᵀ)ᵀ` on its arrays' pattern.
-/// Differentiable w.r.t. `x` and `a`'s values.
+/// Dense @ sparse: `x [p, m] @ a [m, k] -> [p, k]`, computed as `(aᵀ xᵀ)ᵀ` on the kernels
+/// without materialising `aᵀ` (torch makes users transpose twice).
 pub fn mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Tensor<2> {
     try_mm_dense_sparse(x, a).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -190,23 +186,7 @@ pub fn try_mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Result<Tensor<2
         return Err(mismatch("mm_dense_sparse", &x.dims(), &[m, k]));
     }
     let c = csr_of(a, "mm_dense_sparse")?;
-    if !c.transposed {
-        // Row by row: each output row accumulates the rows of `a` scaled by that row of `x`.
-        let p = x.dims()[0];
-        ensure_allocatable(p.saturating_mul(k), x.dtype().size(), "mm_dense_sparse")?;
-        // SAFETY: `c` is a `Csr`, built from a checked tensor: a valid pattern `[m, k]`; `x` is
-        // `[p, m]` (checked above).
-        return Ok(Tensor::from_dispatch(unsafe {
-            <Dispatch as SparseDenseMm>::sparse_dense_mm(
-                x.into_dispatch(),
-                c.crow.clone().into_dispatch(),
-                c.col.clone().into_dispatch(),
-                c.values.clone().into_dispatch(),
-                k,
-            )
-        }));
-    }
-    // A CSC operand is the transpose of its arrays' pattern P: x Pᵀ = (P xᵀ)ᵀ.
+    // aᵀ xᵀ: for a = P that is Pᵀ xᵀ; for a = Pᵀ (CSC) it is P xᵀ.
     Ok(spmm("mm_dense_sparse", &c, x.transpose(), !c.transposed)?.transpose())
 }
 

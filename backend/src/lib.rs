@@ -8,7 +8,7 @@
 //!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `filter`, `spdiags`,
 //!   `semi_structured` (2:4 tensors).
 //! - The extension traits, a primitive per file, each with its portable default and its Flex
-//!   impl over the kernels: `spmm`, `sddmm`, `spgemm`, `dense_sparse`, `softmax`, `semi_spmm`, `movement` (the row
+//!   impl over the kernels: `spmm`, `sddmm`, `spgemm`, `softmax`, `semi_spmm`, `movement` (the row
 //!   movements, with their autodiff rules), and `host` (zero-copy host views of tensors).
 //! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).
 //! - From the kernels crate: [`SparseError`] (`error`), [`Layout`], `alloc`, `pattern`.
@@ -18,7 +18,6 @@ pub use sparsegrad_kernels::alloc;
 pub mod cat;
 pub mod construct;
 pub mod convert;
-pub mod dense_sparse;
 mod display;
 pub mod elementwise;
 pub mod filter;

@@ -14,7 +14,6 @@
 //! - `spmm`, `sddmm`, `spmm_backward`, `spgemm`: the products on a [`pattern::CsrPattern`] (`A · X`,
 //!   `Aᵀ · G` through the transposed view, SDDMM, both gradients of a product in one pass, and
 //!   the sparse · sparse product with its gradients).
-//! - `dense_sparse`: dense · sparse (`X · A` row by row, no transposes) and its gradients.
 //! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
 //! - `semi`: 2:4 semi-structured metadata and products.
 //!
@@ -25,7 +24,6 @@
 pub mod algebra;
 pub mod alloc;
 pub mod dense;
-pub mod dense_sparse;
 pub mod error;
 pub mod index;
 pub mod layout;
