@@ -140,6 +140,15 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
             sparse::sampled_addmm(&s, l.clone(), r.clone(), 0.0, 1.0).values_flat()
         });
     }
+    if bench.wants("mm_dense_sparse") {
+        // Dense @ sparse, `Y [n, rows] @ A`: `mm_dense_sparse` (A's transposed view, no copy of
+        // Aᵀ), and the route a torch user takes, `(Aᵀ Yᵀ)ᵀ` with Aᵀ converted to CSR (its
+        // result left as a transposed view).
+        let y = dense(n, a.rows, xseed + 300, &device);
+        bench.run("mm_dense_sparse", name, 7, Some(flops), || sparse::mm_dense_sparse(y.clone(), &s));
+        let st = s.t().to_sparse_csr().expect("transpose");
+        bench.run("mm_dense_sparse_via_t", name, 7, Some(flops), || sparse::mm(&st, y.clone().transpose()).transpose());
+    }
     if bench.wants("mm_fwd_bwd") {
         let ad = Device::flex().autodiff();
         let sa = csr_tensor(a, &ad);
@@ -160,6 +169,29 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
         if !bench.json && !bench.sums {
             println!("{:<28} {name:<24} {:10.1} MB peak RSS so far", "memory", peak_rss_mb());
         }
+    }
+}
+
+/// Sparse @ sparse, `A @ A` (as `bench/anchors.py`'s `spgemm` rows: scipy's `A @ A`, PyTorch's
+/// CSR @ CSR): the CSR product with sorted columns, and its forward + backward w.r.t. both
+/// operands' values. uniform4096_d10 is skipped there (624M products, a dense result).
+fn spgemm_rows(bench: &Bench, name: &str, a: &workloads::Csr) {
+    if name == "uniform4096_d10" {
+        return;
+    }
+    let device = Device::flex();
+    let s = csr_tensor(a, &device);
+    let workload = format!("{name} A@A");
+    bench.run("spgemm", &workload, 7, None, || sparse::spgemm(&s, &s).expect("square").values_flat());
+    if bench.wants("spgemm_fwd_bwd") {
+        let ad = Device::flex().autodiff();
+        let sa = csr_tensor(a, &ad);
+        bench.run("spgemm_fwd_bwd", &workload, 5, None, || {
+            let (l, r) = (sa.clone().require_grad(), sa.clone().require_grad());
+            let grads = sparse::spgemm(&l, &r).expect("square").values_flat().sum().backward();
+            let (dl, dr) = (l.values_flat().grad(&grads).expect("grad"), r.values_flat().grad(&grads).expect("grad"));
+            Tensor::cat(vec![dl.reshape([-1]), dr.reshape([-1])], 0)
+        });
     }
 }
 
@@ -258,6 +290,12 @@ fn main() {
 
     for (name, a, n, xseed) in &built {
         products(&bench, name, a, *n, *xseed);
+    }
+
+    if bench.wants("spgemm") {
+        for (name, a, _, _) in &built {
+            spgemm_rows(&bench, name, a);
+        }
     }
 
     if bench.wants("coalesce") {

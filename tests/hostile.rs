@@ -199,6 +199,12 @@ fn unchecked_tensors_are_checked_before_any_kernel() {
             assert_eq!(s.try_to_sparse_coo().unwrap_err(), e, "{what}");
             assert_eq!(s.try_coalesce().unwrap_err(), e, "{what}");
             assert_eq!(sp::spgemm(&s, &s).unwrap_err(), e, "{what}");
+            // As a mask of a product of valid operands, and under the value filters.
+            let ok = SparseTensor::<2>::empty([2, 2], &dev());
+            let masked = sp::spgemm_with(&ok, &ok, sp::SpgemmOptions { mask: Some(&s), drop_zeros: false });
+            assert_eq!(masked.unwrap_err(), e, "{what}: mask");
+            assert_eq!(s.filter(|v| v > 0.0).unwrap_err(), e, "{what}: filter");
+            assert_eq!(s.eliminate_zeros().unwrap_err(), e, "{what}: eliminate_zeros");
             assert_eq!(s.try_add(&s).unwrap_err(), e, "{what}");
             assert_eq!(s.try_index_select(0, ix(&[1, 0], [2])).unwrap_err(), e, "{what}");
             assert_eq!(sp::try_cat(&[s.clone(), s.clone()], 0).unwrap_err(), e, "{what}");

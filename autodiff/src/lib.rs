@@ -2,7 +2,9 @@
 //!
 //! The conversions of the backend differentiate through burn's own autodiff (they move values
 //! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
-//! beside it: `spmm` and `sddmm` (each the other's gradient), `softmax` (segment softmax), and
+//! beside it: `spmm` and `sddmm` (each the other's gradient), `spgemm` (sparse · sparse, its
+//! gradients masked sparse products),
+//! `softmax` (segment softmax), and
 //! `semi_structured` (the products with 2:4 matrices); `matmul` holds the torch-named functions
 //! built on the products, `linalg` the low-rank factorisations and the eigensolver on top of
 //! them, `gradcheck` the numerical checker.
@@ -15,6 +17,7 @@ pub mod matmul;
 pub mod sddmm;
 pub mod semi_structured;
 pub mod softmax;
+pub mod spgemm;
 pub mod spmm;
 
 pub use gradcheck::{gradcheck, GradInput, GradcheckError, GradcheckOptions, GradcheckReport, Mismatch};

@@ -1,6 +1,6 @@
 //! torch.sparse's matmul family as free functions (re-exported from `sparsegrad::sparse`):
-//! `mm` (sparse @ dense, sparse @ sparse), `mm_dense_sparse` (dense @ sparse, without torch's
-//! double transpose), `addmm`, `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
+//! `mm` (sparse @ dense, sparse @ sparse: `spgemm`), `mm_dense_sparse` (dense @ sparse,
+//! without torch's double transpose), `addmm`, `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
 //!
 //! Every layout is accepted as the sparse operand. CSR runs the kernels directly, CSC runs them
 //! on its arrays as the CSR pattern of the transpose (no conversion), and COO, BSR and BSC are
@@ -18,15 +18,16 @@
 //! impossible one is an `Allocation` error, not an abort.
 
 use crate::sddmm::SparseSddmm;
+use crate::spgemm::SparseSpgemm;
 use crate::spmm::SparseSpmm;
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
-use sparsegrad_backend::algebra::sort::coalesce_plan;
 use sparsegrad_backend::algebra::validate::check_numel;
 use sparsegrad_backend::alloc::{ensure_allocatable, try_vec};
 use sparsegrad_backend::host::with_ints;
-use sparsegrad_backend::movement::{gather_rows, scatter_add_rows};
-use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int};
+use sparsegrad_backend::movement::gather_rows;
+use sparsegrad_backend::spgemm::product_pattern;
+use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int, try_int_tensor};
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
 use sparsegrad_kernels::pattern::TransposeCell;
 use std::sync::Arc;
@@ -156,12 +157,12 @@ impl MatmulRhs for &SparseTensor<2> {
     type Output = SparseTensor<2>;
 
     fn rmm(self, a: &SparseTensor<2>) -> Result<SparseTensor<2>> {
-        spgemm(a, self)
+        spgemm(a, self)?.try_to_sparse_coo()
     }
 }
 
 /// torch's `sparse.mm(mat1, mat2)`: sparse @ dense gives a dense `Tensor<2>`, sparse @ sparse a
-/// coalesced sparse COO tensor. Differentiable w.r.t. the sparse values (on the operand's
+/// coalesced sparse COO tensor ([`spgemm`]'s CSR product, converted; call [`spgemm`] to keep CSR). Differentiable w.r.t. the sparse values (on the operand's
 /// pattern) and the dense operand. Panics on mismatched shapes (see [`try_mm`]).
 pub fn mm<R: MatmulRhs>(a: &SparseTensor<2>, b: R) -> R::Output {
     try_mm(a, b).unwrap_or_else(|e| panic!("{e}"))
@@ -475,54 +476,96 @@ pub fn try_sspaddmm(
     Ok(SparseTensor::coo(indices, values, [m, n])?.coalesce())
 }
 
-/// Sparse @ sparse (SpGEMM): every product `a[i, p] * b[p, j]` is enumerated on the host, then
-/// summed into `(i, j)` with the differentiable row movements, so both operands' values get
-/// gradients on their own patterns. The result is coalesced COO.
+/// Options of [`spgemm_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpgemmOptions<'a> {
+    /// Compute only the entries of this pattern `[m, n]` that the product reaches (GraphBLAS's
+    /// masked `mxm`, `C<M> = A · B`); the mask's values are not read.
+    pub mask: Option<&'a SparseTensor<2>>,
+    /// Drop the entries whose computed value is exactly zero (scipy's `eliminate_zeros` on the
+    /// product); the pattern then depends on the values.
+    pub drop_zeros: bool,
+}
+
+/// Sparse @ sparse (SpGEMM): `a [m, k] @ b [k, n]` as a CSR tensor with sorted columns,
+/// structural (an entry wherever a stored `a[i, p]` meets a stored `b[p, j]`, stored zeros
+/// included). Gustavson's row-by-row product in two phases, a symbolic pass that computes the
+/// pattern on the host and a numeric pass for the values (see `sparsegrad_kernels::spgemm`);
+/// bit-reproducible. Differentiable w.r.t. both operands' values, each gradient a masked sparse
+/// product on its operand's pattern. Every layout is accepted (non-CSR operands are converted
+/// to CSR, differentiably); the values take `a`'s dtype, the indices `a`'s index dtype, widened
+/// when the product's sizes outgrow it.
 pub fn spgemm(a: &SparseTensor<2>, b: &SparseTensor<2>) -> Result<SparseTensor<2>> {
+    spgemm_with(a, b, SpgemmOptions::default())
+}
+
+/// [`spgemm`] with a mask (`C<M> = A · B`) and the dropping of exact zeros.
+pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOptions<'_>) -> Result<SparseTensor<2>> {
+    const OP: &str = "spgemm";
     let ([m, k], [kb, n]) = (a.shape(), b.shape());
     if k != kb {
         return Err(mismatch("mm", &[m, k], &[kb, n]));
     }
     a.check_invariants()?;
     b.check_invariants()?;
-    // The product's keys `i * n + j` must fit: its shape must be describable.
     check_numel(&[m, n])?;
-    let to_csr = |s: &SparseTensor<2>| if s.layout() == Layout::Csr { Ok(s.clone()) } else { s.to_sparse_csr() };
-    let (ac, bc) = (to_csr(a)?, to_csr(b)?);
-    if ac.dense_dim() > 0 || bc.dense_dim() > 0 {
+    if a.dense_dim() > 0 || b.dense_dim() > 0 {
         return Err(invalid("mm", "hybrid operands are not supported".into()));
     }
-    let read = |s: &SparseTensor<2>| {
-        let (c, p) = s.compressed_indices_flat().expect("csr");
-        (with_ints(&c, |v| v.to_i64()), with_ints(&p, |v| v.to_i64()))
-    };
-    let ((acrow, acol), (bcrow, bcol)) = (read(&ac), read(&bc));
-    // Every partial product is listed: count them first, so an impossible list is an error.
-    let mut count = 0usize;
-    for &p in &acol {
-        let len = (bcrow[p as usize + 1] - bcrow[p as usize]) as usize;
-        count = count
-            .checked_add(len)
-            .ok_or(SparseError::Allocation { bytes: usize::MAX, what: "mm: sparse x sparse partial products" })?;
-    }
-    let what = "mm: sparse x sparse partial products";
-    let (mut ia, mut ib, mut keys) = (try_vec(count, what)?, try_vec(count, what)?, try_vec(count, what)?);
-    for i in 0..m {
-        let (a0, a1) = (acrow[i] as usize, acrow[i + 1] as usize);
-        for (ja, &p) in acol.iter().enumerate().take(a1).skip(a0) {
-            let (b0, b1) = (bcrow[p as usize] as usize, bcrow[p as usize + 1] as usize);
-            for (jb, &c) in bcol.iter().enumerate().take(b1).skip(b0) {
-                ia.push(ja as i64);
-                ib.push(jb as i64);
-                keys.push(i as u64 * n as u64 + c as u64);
+    let to_csr = |s: &SparseTensor<2>| if s.layout() == Layout::Csr { Ok(s.clone()) } else { s.to_sparse_csr() };
+    let (ac, bc) = (to_csr(a)?, to_csr(b)?);
+    let mask = match options.mask {
+        Some(mk) => {
+            if mk.shape() != [m, n] {
+                return Err(invalid(OP, format!("mask of shape {:?} for a product of shape [{m}, {n}]", mk.shape())));
             }
+            mk.check_invariants()?;
+            if mk.dense_dim() > 0 {
+                return Err(invalid(OP, "a hybrid mask is not supported".into()));
+            }
+            Some(to_csr(mk)?)
         }
+        None => None,
+    };
+    let flat = |s: &SparseTensor<2>, rows: usize| {
+        let (c, p) = s.compressed_indices_flat().expect("csr");
+        (reshape_int(c, [rows + 1]), reshape_int(p, [s.nnz()]))
+    };
+    let (a_idx, b_idx) = (flat(&ac, m), flat(&bc, k));
+    let m_idx = mask.as_ref().map(|s| flat(s, m));
+    // SAFETY: the operands (and the mask) are checked CSR tensors of these shapes: valid
+    // patterns with sorted rows.
+    let (crow, col) = unsafe {
+        product_pattern((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), m_idx.as_ref().map(|(c, p)| (c, p)), k, n)?
+    };
+    let nnz = col.len();
+    let device = ac.device();
+    let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
+    let (c_crow, c_col) = (try_int_tensor(crow, [m + 1], dtype, &device)?, try_int_tensor(col, [nnz], dtype, &device)?);
+    let b_values = reshape(bc.values_flat(), [bc.nnz()]);
+    // The values in `a`'s dtype (a cast to the same dtype leaves them as they are).
+    let b_values = b_values.cast(ac.dtype());
+    // SAFETY: `a` and `b` are checked CSR tensors (valid patterns, one value per entry), and
+    // `c` is the symbolic pass's pattern of their product (valid, rows sorted).
+    let values = Tensor::<1>::from_dispatch(unsafe {
+        <Dispatch as SparseSpgemm>::sparse_spgemm(
+            a_idx.0.into_dispatch(),
+            a_idx.1.into_dispatch(),
+            reshape(ac.values_flat(), [ac.nnz()]).into_dispatch(),
+            b_idx.0.into_dispatch(),
+            b_idx.1.into_dispatch(),
+            b_values.into_dispatch(),
+            c_crow.clone().into_dispatch(),
+            c_col.clone().into_dispatch(),
+            n,
+        )
+    });
+    // SAFETY: the symbolic pass's pattern: pointers from 0 to nnz, non-decreasing; each row's
+    // columns strictly increasing and below n; the dtype was sized for them.
+    let c = unsafe { SparseTensor::csr_trusted(c_crow, c_col, values, [m, n])? };
+    if options.drop_zeros {
+        c.eliminate_zeros()
+    } else {
+        Ok(c)
     }
-    let plan = coalesce_plan(keys, &[m, n]);
-    let products = gather_rows(ac.values_flat(), ia) * gather_rows(bc.values_flat(), ib);
-    let values = scatter_add_rows(products, plan.segment, plan.unique);
-    // The left operand's index dtype, widened when the product's columns (b's) outgrow it.
-    let dtype = index_dtype_for(ac.index_dtype(), m.max(n) as u64);
-    let indices = int_tensor(plan.coords, [2, plan.unique], dtype, &ac.device());
-    Ok(SparseTensor::coo(indices, reshape(values, [plan.unique]), [m, n])?.coalesce())
 }

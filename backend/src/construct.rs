@@ -112,6 +112,25 @@ impl<const D: usize> SparseTensor<D> {
             .unwrap_or_else(|e| panic!("sparse_compressed_tensor_unchecked: {e}"))
     }
 
+    /// A CSR tensor whose indices an operation computed itself (a product's pattern), taken
+    /// as checked without reading them again.
+    ///
+    /// # Safety
+    /// `crow` and `col` satisfy the CSR invariants for `shape` (pointers from 0 to `nse`,
+    /// non-decreasing; columns in range, strictly increasing within each row) and their dtype
+    /// holds every index: kernels later walk them through unchecked offsets. Debug builds
+    /// check them.
+    pub unsafe fn csr_trusted(
+        crow: Tensor<1, Int>,
+        col: Tensor<1, Int>,
+        values: Tensor<1>,
+        shape: [usize; D],
+    ) -> Result<Self> {
+        let s = Self::compressed_structure(crow, col, values, shape, Layout::Csr)?;
+        debug_assert_eq!(s.check_compressed_contents(), Ok(()), "csr_trusted: invalid indices");
+        Ok(Self { trust: Trust::Checked, ..s })
+    }
+
     /// torch's `sparse_csr_tensor(crow_indices, col_indices, values, size)`.
     pub fn csr<const C: usize, const V: usize>(
         crow: Tensor<C, Int>,

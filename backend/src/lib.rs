@@ -8,10 +8,10 @@
 //! - In burn modules: `module` ([`module::SparseParam`], a sparse tensor as a module field that
 //!   saves, loads and trains) and `record` (loading records that are checked on load).
 //! - Operations on it, moving values with burn ops so they differentiate through burn's
-//!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `spdiags`,
+//!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `filter`, `spdiags`,
 //!   `semi_structured` (2:4 tensors).
 //! - The extension traits, a primitive per file, each with its portable default and its Flex
-//!   impl over the kernels: `spmm`, `sddmm`, `softmax`, `semi_spmm`, `movement` (the row
+//!   impl over the kernels: `spmm`, `sddmm`, `spgemm`, `softmax`, `semi_spmm`, `movement` (the row
 //!   movements, with their autodiff rules), and `host` (zero-copy host views of tensors).
 //! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).
 //! - From the kernels crate: [`SparseError`] (`error`), [`Layout`], `alloc`, `pattern`.
@@ -26,6 +26,7 @@ pub mod construct;
 pub mod convert;
 mod display;
 pub mod elementwise;
+pub mod filter;
 pub use sparsegrad_kernels::error;
 mod flex;
 #[cfg(feature = "sprs")]
@@ -47,6 +48,7 @@ pub mod serde;
 pub mod shape;
 pub mod softmax;
 pub mod spdiags;
+pub mod spgemm;
 pub mod spmm;
 pub mod tensor;
 pub mod to_sparse;

@@ -11,8 +11,9 @@
 //! - `simd`, `real`, `scratch`, `dense`: the one CPU-feature check ([`simd::isa`]) and the
 //!   multiversioning of kernels on it, the value types, per-thread aligned scratch buffers, the
 //!   dense transpose.
-//! - `spmm`, `sddmm`, `spmm_backward`: the products on a [`pattern::CsrPattern`] (`A · X`,
-//!   `Aᵀ · G` through the transposed view, SDDMM, and both gradients of a product in one pass).
+//! - `spmm`, `sddmm`, `spmm_backward`, `spgemm`: the products on a [`pattern::CsrPattern`] (`A · X`,
+//!   `Aᵀ · G` through the transposed view, SDDMM, both gradients of a product in one pass, and
+//!   the sparse · sparse product with its gradients).
 //! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
 //! - `semi`: 2:4 semi-structured metadata and products.
 //!
@@ -35,6 +36,7 @@ pub mod sddmm;
 pub mod semi;
 pub mod simd;
 pub mod softmax;
+pub mod spgemm;
 pub mod spmm;
 pub mod spmm_backward;
 

@@ -22,4 +22,5 @@ mod semi_structured;
 mod shape;
 mod softmax;
 mod spdiags;
+mod spgemm;
 mod unary;

@@ -1,0 +1,288 @@
+//! SpGEMM behind the burn extension trait [`SpgemmKernels`]: the values of `C = A · B` on a
+//! given pattern of `C` (the symbolic pass's, or a mask's), and their gradients w.r.t. the
+//! values of `A` and of `B` as masked sparse products; the rule that differentiates them
+//! lives in `sparsegrad-autodiff`'s `spgemm`. [`product_pattern`] runs the symbolic pass (index
+//! algebra, on the host views `host` gives).
+//!
+//! Flex runs the host kernels of `sparsegrad-kernels` on its buffers (f32 and f64; 16-bit
+//! floats widened to f32); any other backend gets a default that reads the operands back and
+//! runs the same kernels. The methods are `unsafe`: they take three patterns as raw index
+//! tensors, which the kernels walk through unchecked offsets.
+
+use crate::flex::*;
+use crate::host::{with_ints, IntSlice};
+use burn::backend::flex::FlexTensor;
+use burn::backend::{
+    backend_extension, read_sync,
+    tensor::{FloatTensor, IntTensor},
+    Backend, Flex, TensorMetadata,
+};
+use burn::tensor::{DType, Int, Tensor, TensorData};
+use sparsegrad_kernels::pattern::CsrPattern;
+use sparsegrad_kernels::spgemm::{spgemm_grad_a, spgemm_grad_b, spgemm_numeric, spgemm_symbolic};
+
+/// Runs `$body` with `$a`, `$b`, `$c` the patterns of six index slices (`A`'s pointers and
+/// columns, then `B`'s, then `C`'s) over `$ka`, `$kb`, `$kc` columns: as they are when all six
+/// are int64 or all int32, else widened to int64.
+///
+/// Only where the slices are valid patterns over those columns (the contract of the unsafe
+/// methods it expands in, or the checked operands of [`product_pattern`]).
+macro_rules! with_three {
+    ($ints:expr, [$ka:expr, $kb:expr, $kc:expr], |$a:ident, $b:ident, $c:ident| $body:expr) => {{
+        let ints: [IntSlice<'_>; 6] = $ints;
+        match ints {
+            [IntSlice::I64(ap), IntSlice::I64(ai), IntSlice::I64(bp), IntSlice::I64(bi), IntSlice::I64(cp), IntSlice::I64(ci)] => {
+                // SAFETY: valid patterns over these columns: this macro's precondition.
+                let ($a, $b, $c) = unsafe {
+                    (
+                        CsrPattern::new_unchecked(ap, ai, $ka),
+                        CsrPattern::new_unchecked(bp, bi, $kb),
+                        CsrPattern::new_unchecked(cp, ci, $kc),
+                    )
+                };
+                $body
+            }
+            [IntSlice::I32(ap), IntSlice::I32(ai), IntSlice::I32(bp), IntSlice::I32(bi), IntSlice::I32(cp), IntSlice::I32(ci)] => {
+                // SAFETY: as above.
+                let ($a, $b, $c) = unsafe {
+                    (
+                        CsrPattern::new_unchecked(ap, ai, $ka),
+                        CsrPattern::new_unchecked(bp, bi, $kb),
+                        CsrPattern::new_unchecked(cp, ci, $kc),
+                    )
+                };
+                $body
+            }
+            other => {
+                let w: Vec<Vec<i64>> = other.iter().map(|s| s.to_i64()).collect();
+                // SAFETY: as above: the same indices, widened.
+                let ($a, $b, $c) = unsafe {
+                    (
+                        CsrPattern::new_unchecked(&w[0][..], &w[1][..], $ka),
+                        CsrPattern::new_unchecked(&w[2][..], &w[3][..], $kb),
+                        CsrPattern::new_unchecked(&w[4][..], &w[5][..], $kc),
+                    )
+                };
+                $body
+            }
+        }
+    }};
+}
+
+/// The sparse product kernels.
+///
+/// # Safety
+/// Every method takes three CSR patterns, `A [m, k]` (`a_crow [m + 1]`, `a_col`), `B [k, n]`
+/// (`b_crow [k + 1]`, `b_col`) and `C [m, n]` (`c_crow [m + 1]`, `c_col`), each valid as
+/// `sparsegrad_kernels::pattern::CsrPattern::new` checks it (`k` is `b_crow`'s length less
+/// one), `C`'s rows sorted; value tensors hold one value per entry of their pattern.
+#[backend_extension(Flex)]
+pub trait SpgemmKernels: Backend {
+    /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<Self>);
+        let (device, dtype) = (a_values.device(), a_values.dtype());
+        let (av, bv) = (host_floats::<Self>(a_values), host_floats::<Self>(b_values));
+        let k = ints[2].len() - 1;
+        let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_numeric(
+            a, &av, b, &bv, c
+        ));
+        floats_on::<Self>(out, dtype, &device)
+    }
+
+    /// The gradient w.r.t. `A`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(G · Bᵀ)` on
+    /// `A`'s pattern, `[nnz_a]`.
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm_grad_a(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<Self>);
+        let (device, dtype) = (g.device(), g.dtype());
+        let (bv, gv) = (host_floats::<Self>(b_values), host_floats::<Self>(g));
+        let k = ints[2].len() - 1;
+        let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_grad_a(
+            a, b, &bv, c, &gv
+        ));
+        floats_on::<Self>(out, dtype, &device)
+    }
+
+    /// The gradient w.r.t. `B`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(Aᵀ · G)` on
+    /// `B`'s pattern, `[nnz_b]`.
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm_grad_b(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<Self>);
+        let (device, dtype) = (g.device(), g.dtype());
+        let (av, gv) = (host_floats::<Self>(a_values), host_floats::<Self>(g));
+        let k = ints[2].len() - 1;
+        let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_grad_b(
+            a, &av, b, c, &gv
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        floats_on::<Self>(out, dtype, &device)
+    }
+}
+
+/// An Int tensor of any backend read back as i64.
+fn host_ints<B: Backend>(t: IntTensor<B>) -> Vec<i64> {
+    read_sync(B::int_into_data(t)).expect("int tensor readback").iter::<i64>().collect()
+}
+
+/// A Float tensor of any backend read back as f64.
+fn host_floats<B: Backend>(t: FloatTensor<B>) -> Vec<f64> {
+    read_sync(B::float_into_data(t)).expect("float tensor readback").iter::<f64>().collect()
+}
+
+/// `v` as a float tensor of `dtype` on `device`.
+fn floats_on<B: Backend>(v: Vec<f64>, dtype: DType, device: &B::Device) -> FloatTensor<B> {
+    let len = v.len();
+    B::float_from_data(TensorData::new(v, [len]).convert_dtype(dtype), device)
+}
+
+/// The index slices of six contiguous Flex tensors.
+fn flex_ints(t: &[FlexTensor; 6]) -> [IntSlice<'_>; 6] {
+    core::array::from_fn(|i| int_slice(&t[i]))
+}
+
+impl SpgemmKernels for Flex {
+    unsafe fn csr_spgemm(
+        a_crow: FlexTensor,
+        a_col: FlexTensor,
+        a_values: FlexTensor,
+        b_crow: FlexTensor,
+        b_col: FlexTensor,
+        b_values: FlexTensor,
+        c_crow: FlexTensor,
+        c_col: FlexTensor,
+        n: usize,
+    ) -> FlexTensor {
+        let t = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(contiguous);
+        let (k, nnz) = (t[2].shape()[0] - 1, t[5].shape()[0]);
+        with_real(
+            [a_values, b_values],
+            vec![nnz],
+            |[av, bv]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
+            |[av, bv]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
+        )
+    }
+
+    unsafe fn csr_spgemm_grad_a(
+        a_crow: FlexTensor,
+        a_col: FlexTensor,
+        b_crow: FlexTensor,
+        b_col: FlexTensor,
+        b_values: FlexTensor,
+        c_crow: FlexTensor,
+        c_col: FlexTensor,
+        g: FlexTensor,
+        n: usize,
+    ) -> FlexTensor {
+        let t = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(contiguous);
+        let (k, nnz) = (t[2].shape()[0] - 1, t[1].shape()[0]);
+        with_real(
+            [b_values, g],
+            vec![nnz],
+            |[bv, g]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
+            |[bv, g]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
+        )
+    }
+
+    unsafe fn csr_spgemm_grad_b(
+        a_crow: FlexTensor,
+        a_col: FlexTensor,
+        a_values: FlexTensor,
+        b_crow: FlexTensor,
+        b_col: FlexTensor,
+        c_crow: FlexTensor,
+        c_col: FlexTensor,
+        g: FlexTensor,
+        n: usize,
+    ) -> FlexTensor {
+        let t = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(contiguous);
+        let (k, nnz) = (t[2].shape()[0] - 1, t[3].shape()[0]);
+        with_real(
+            [a_values, g],
+            vec![nnz],
+            |[av, g]| {
+                with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_b(a, av, b, c, g))
+                    .unwrap_or_else(|e| panic!("{e}"))
+            },
+            |[av, g]| {
+                with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_b(a, av, b, c, g))
+                    .unwrap_or_else(|e| panic!("{e}"))
+            },
+        )
+    }
+}
+
+/// The pattern of `A · B` (or of `C<M> = A · B`) as row pointers and sorted columns, from the
+/// index tensors of CSR operands `A [m, k]` (`a_crow`, `a_col`) and `B [k, n]` and an optional
+/// mask `[m, n]` with sorted rows: the symbolic pass, on the host.
+///
+/// # Safety
+/// The index tensors form valid CSR patterns of those shapes (a checked tensor's).
+pub unsafe fn product_pattern(
+    a: (&Tensor<1, Int>, &Tensor<1, Int>),
+    b: (&Tensor<1, Int>, &Tensor<1, Int>),
+    mask: Option<(&Tensor<1, Int>, &Tensor<1, Int>)>,
+    k: usize,
+    n: usize,
+) -> crate::Result<(Vec<i64>, Vec<i64>)> {
+    // Without a mask, A's own pattern stands in for the mask's slots (not read).
+    let (mp, mc) = mask.unwrap_or(a);
+    with_ints(a.0, |ap| {
+        with_ints(a.1, |ai| {
+            with_ints(b.0, |bp| {
+                with_ints(b.1, |bi| {
+                    with_ints(mp, |cp| {
+                        with_ints(mc, |ci| {
+                            let kc = if mask.is_some() { n } else { k };
+                            with_three!([ap, ai, bp, bi, cp, ci], [k, n, kc], |a, b, c| spgemm_symbolic(
+                                a,
+                                b,
+                                mask.is_some().then_some(c)
+                            ))
+                        })
+                    })
+                })
+            })
+        })
+    })
+}

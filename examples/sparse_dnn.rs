@@ -1,0 +1,135 @@
+//! GraphChallenge-style sparse DNN inference (the MIT/IEEE challenge's rule): per layer
+//! `Y <- clip(relu(Y W + b on stored entries), 32)`, bias -0.3 (its value for 1024 neurons),
+//! categories = the rows of the last `Y` with a stored entry. The network is a synthetic
+//! RadiX-Net-like one built from a seed: 1024 neurons, 32 connections per neuron, 120 layers;
+//! the input a sparse binary batch. `bench/sparse_dnn.py` builds the same network and batch
+//! (splitmix64 streams, as `bench/workloads.py`) and runs scipy on them.
+//!
+//! Two paths, both printing edges/second as the challenge reports it (`batch x edges per layer
+//! x layers / seconds`): the sparse-Y path (`spgemm`, then the value filters
+//! `add_scalar_to_stored`, `filter`, `clamp_stored`; `Y` stays CSR) and the dense-Y path
+//! (`mm_dense_sparse`, then dense ops). Both must find the same categories.
+//!
+//! Usage: `cargo run --release --example sparse_dnn [-- BATCH [LAYERS]]` (defaults 256, 120).
+
+#[path = "workloads/mod.rs"]
+mod workloads;
+
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use sparsegrad::prelude::*;
+use std::time::Instant;
+
+const NEURONS: usize = 1024;
+const FANOUT: usize = 32;
+const BIAS: f64 = -0.3;
+const CLIP: f64 = 32.0;
+const SEED: u64 = 17;
+/// The challenge's 1/16 lets this synthetic net die out within a few layers; 3/32 keeps a
+/// subset of the rows alive (as `bench/sparse_dnn.py`).
+const WEIGHT: f32 = 3.0 / 32.0;
+
+fn csr(crow: Vec<i64>, col: Vec<i64>, val: Vec<f32>, shape: [usize; 2], device: &Device) -> SparseTensor<2> {
+    let (rows, nnz) = (crow.len(), col.len());
+    SparseTensor::csr(
+        Tensor::<1, Int>::from_data(TensorData::new(crow, [rows]), (device, DType::I64)),
+        Tensor::<1, Int>::from_data(TensorData::new(col, [nnz]), (device, DType::I64)),
+        Tensor::<1>::from_data(TensorData::new(val, [nnz]), device),
+        shape,
+    )
+    .expect("valid CSR")
+}
+
+/// Layer `l`: input neuron `i` feeds `(i + t * stride + offset) mod 1024` for `t < 32`, stride 1
+/// on even layers and 32 on odd ones (two layers connect every input to every output, as a
+/// radix-32 RadiX-Net does), the offset drawn from the seed.
+fn layer(l: usize, device: &Device) -> SparseTensor<2> {
+    let stride = if l.is_multiple_of(2) { 1 } else { FANOUT };
+    let offset = (workloads::sm(SEED, l as u64) % NEURONS as u64) as usize;
+    let mut crow = vec![0i64];
+    let mut col = Vec::with_capacity(NEURONS * FANOUT);
+    for i in 0..NEURONS {
+        let mut row: Vec<i64> = (0..FANOUT).map(|t| ((i + t * stride + offset) % NEURONS) as i64).collect();
+        row.sort_unstable();
+        col.extend(row);
+        crow.push(col.len() as i64);
+    }
+    let nnz = col.len();
+    csr(crow, col, vec![WEIGHT; nnz], [NEURONS, NEURONS], device)
+}
+
+/// The input batch: entry `(r, c)` is 1 when draw `r * 1024 + c` of stream `SEED + 1` is below
+/// row `r`'s density, 0.4 times draw `r` of stream `SEED + 3`.
+fn inputs(batch: usize, device: &Device) -> SparseTensor<2> {
+    let mut crow = vec![0i64];
+    let mut col = Vec::new();
+    for r in 0..batch {
+        let density = 0.4 * workloads::unit(SEED + 3, r as u64);
+        col.extend(
+            (0..NEURONS).filter(|&c| workloads::unit(SEED + 1, (r * NEURONS + c) as u64) < density).map(|c| c as i64),
+        );
+        crow.push(col.len() as i64);
+    }
+    let nnz = col.len();
+    csr(crow, col, vec![1.0; nnz], [batch, NEURONS], device)
+}
+
+/// The sparse-Y path: `Y` stays CSR.
+fn sparse_path(y0: &SparseTensor<2>, layers: &[SparseTensor<2>]) -> Result<SparseTensor<2>, SparseError> {
+    let mut y = y0.clone();
+    for w in layers {
+        let z = sparse::spgemm(&y, w)?.add_scalar_to_stored(BIAS);
+        // relu drops the entries it zeroes; the clip keeps the pattern.
+        y = z.filter(|v| v > 0.0)?.clamp_stored(0.0, CLIP);
+    }
+    Ok(y)
+}
+
+/// The dense-Y path: `Y` dense, the bias added where `Y W` is non-zero.
+fn dense_path(y0: Tensor<2>, layers: &[SparseTensor<2>]) -> Tensor<2> {
+    let mut y = y0;
+    for w in layers {
+        let z = sparse::mm_dense_sparse(y, w);
+        let stored = z.clone().not_equal_elem(0.0).float();
+        y = (z + stored * BIAS).clamp(0.0, CLIP);
+    }
+    y
+}
+
+fn main() -> Result<(), SparseError> {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let batch = args.first().copied().unwrap_or(256);
+    let nl = args.get(1).copied().unwrap_or(120);
+    let device = Device::flex();
+    let layers: Vec<SparseTensor<2>> = (0..nl).map(|l| layer(l, &device)).collect();
+    let y0 = inputs(batch, &device);
+    let edges = (batch * NEURONS * FANOUT * nl) as f64;
+    println!("batch {batch}, {nl} layers of {NEURONS} neurons x {FANOUT} connections, input nnz {}", y0.nnz());
+
+    let t = Instant::now();
+    let ys = sparse_path(&y0, &layers)?;
+    let ts = t.elapsed().as_secs_f64();
+    let (crow, _) = ys.compressed_indices_flat().expect("csr");
+    let crow: Vec<i64> = crow.into_data().iter::<i64>().collect();
+    let cats: Vec<usize> = (0..batch).filter(|&r| crow[r + 1] > crow[r]).collect();
+    let sum_s: f64 = ys.values_flat().into_data().iter::<f64>().sum();
+
+    let dense0 = y0.to_dense();
+    let t = Instant::now();
+    let yd = dense_path(dense0, &layers);
+    let td = t.elapsed().as_secs_f64();
+    let rows: Vec<bool> = yd.clone().not_equal_elem(0.0).any_dim(1).into_data().iter::<bool>().collect();
+    let catd: Vec<usize> = (0..batch).filter(|&r| rows[r]).collect();
+    let sum_d: f64 = yd.into_data().iter::<f64>().sum();
+    assert_eq!(cats, catd, "the two paths disagree on the categories");
+
+    println!(
+        "sparsegrad sparse-Y: {:9.1} ms  {:.3e} edges/s   categories {} nnz(Y) {} sum(Y) {sum_s:.4}",
+        ts * 1e3,
+        edges / ts,
+        cats.len(),
+        ys.nnz()
+    );
+    println!("sparsegrad dense-Y:  {:9.1} ms  {:.3e} edges/s   sum(Y) {sum_d:.4}", td * 1e3, edges / td);
+    println!("sparse-Y / dense-Y time: {:.2}", ts / td);
+    Ok(())
+}

@@ -1,0 +1,818 @@
+//! SpGEMM on CSR patterns, Gustavson's row-by-row product `C = A · B` in two phases, and the
+//! gradients of its values w.r.t. both operands' values as masked sparse products.
+//!
+//! - [`spgemm_symbolic`]: the pattern of `C` (row pointers and the sorted columns of each row),
+//!   optionally restricted to a mask pattern (GraphBLAS's masked `mxm`): integer work only.
+//! - [`spgemm_numeric`]: the values of `A · B` on a given pattern (the symbolic pass's, or any
+//!   other: products that fall outside it are skipped).
+//! - [`spgemm_grad_a`], [`spgemm_grad_b`]: for an output gradient `G` on `C`'s pattern,
+//!   `dA = (G · Bᵀ)` on `A`'s pattern and `dB = (Aᵀ · G)` on `B`'s pattern, never densified.
+//!
+//! Every row picks its accumulator by its product count (`Σ |B_p|` over its entries `p`):
+//! narrow rows (at most [`NARROW`] products) sort and merge their few columns (symbolic) and
+//! find each product's place in the row by binary search (numeric), touching no `n`-sized
+//! array; wider rows use a dense accumulator with a marker array over the `n` columns, kept
+//! per thread and all clear between rows (each row clears exactly what it set). A wide row's
+//! columns come out sorted by a scan of the marker when they cover enough of `0..n`, else by a
+//! sort of the row's list.
+//!
+//! Rows run in parallel in blocks balanced by product count. Each output value sums its
+//! products in the order of `A`'s row entries, then of `B`'s row entries, whatever the block
+//! cuts or the accumulator: results are bit-identical across runs and thread counts. The
+//! gradient w.r.t. `B` sums per fixed block of rows into private partial arrays, then adds the
+//! partials in block order; the blocks depend only on the operands, not on the thread count.
+
+use crate::alloc::try_vec;
+use crate::error::{Result, SparseError};
+use crate::index::IndexElem;
+use crate::pattern::{balanced_row_blocks, CsrPattern, SendPtr};
+use crate::real::Real;
+use core::cell::RefCell;
+use rayon::prelude::*;
+
+/// Rows with at most this many products take the sort-merge (symbolic) and binary-search
+/// (numeric) path instead of the dense accumulator.
+pub const NARROW: usize = 32;
+
+/// Row blocks per thread: enough that rayon balances the uneven ones.
+const BLOCKS_PER_THREAD: usize = 8;
+
+/// The product count of each row as prefix sums `[m + 1]` (`work[i + 1] - work[i]` products in
+/// row `i`), or the error when the total overflows.
+fn row_work<I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, b: CsrPattern<'_, I, J>) -> Result<Vec<i64>> {
+    let m = a.nrows();
+    let mut work = try_vec(m + 1, "spgemm: row products")?;
+    work.push(0i64);
+    let mut total = 0i64;
+    for i in 0..m {
+        for q in a.row(i) {
+            let p = a.col(q);
+            total = total
+                .checked_add((b.start(p + 1) - b.start(p)) as i64)
+                .ok_or(SparseError::Allocation { bytes: usize::MAX, what: "spgemm: partial products" })?;
+        }
+        work.push(total);
+    }
+    Ok(work)
+}
+
+/// The number of partial products `a[i, p] * b[p, j]` of `A · B` (the work of every phase).
+///
+/// # Panics
+/// If `a`'s columns are not `b`'s rows.
+pub fn spgemm_products<I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, b: CsrPattern<'_, I, J>) -> Result<u64> {
+    assert_eq!(a.ncols(), b.nrows(), "spgemm: A's columns are B's rows");
+    Ok(*row_work(a, b)?.last().expect("m + 1 entries") as u64)
+}
+
+/// Row blocks balanced by products for the thread pool.
+fn blocks(work: &[i64]) -> Vec<usize> {
+    balanced_row_blocks(work, rayon::current_num_threads() * BLOCKS_PER_THREAD)
+}
+
+std::thread_local! {
+    /// Per-thread marker bytes, bitmap words and accumulator words, all zero between uses
+    /// (each row clears what it set); `dirty` says a use did not finish (a panic), so the
+    /// arrays are re-zeroed.
+    static SCRATCH: RefCell<Workspace> = const {
+        RefCell::new(Workspace { marks: Vec::new(), bits: Vec::new(), words: Vec::new(), dirty: false })
+    };
+}
+
+struct Workspace {
+    marks: Vec<u8>,
+    bits: Vec<u64>,
+    words: Vec<u64>,
+    dirty: bool,
+}
+
+/// A thread's zeroed scratch for rows over `n` columns: marker bytes `[n]`, a two-level bitmap
+/// (`n` bits and a bit per word of them) and an accumulator `[n]`.
+struct Rows<'a, T> {
+    marks: &'a mut [u8],
+    bits: Bitmap<'a>,
+    acc: &'a mut [T],
+}
+
+/// Runs `f` with this thread's zeroed scratch over `n` columns (the accumulator of `T`, f32 or
+/// f64; another `Real` gets a fresh zeroed vector), which `f` must leave zeroed.
+fn with_workspace<T: Real, R>(n: usize, f: impl FnOnce(Rows<'_, T>) -> R) -> R {
+    let fits_words = core::mem::size_of::<T>() <= 8
+        && core::mem::align_of::<T>() <= 8
+        && (core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
+            || core::any::TypeId::of::<T>() == core::any::TypeId::of::<f64>());
+    let nw = n.div_ceil(64);
+    let nt = nw.div_ceil(64);
+    SCRATCH.with(|cell| {
+        let Ok(mut ws) = cell.try_borrow_mut() else {
+            // Re-entered on this thread (a nested pool call): private arrays.
+            let (mut marks, mut bits, mut acc) = (vec![0u8; n], vec![0u64; nw + nt], vec![T::default(); n]);
+            let (words, top) = bits.split_at_mut(nw);
+            return f(Rows { marks: &mut marks, bits: Bitmap { words, top }, acc: &mut acc });
+        };
+        if ws.dirty {
+            ws.marks.iter_mut().for_each(|v| *v = 0);
+            ws.bits.iter_mut().for_each(|v| *v = 0);
+            ws.words.iter_mut().for_each(|v| *v = 0);
+        }
+        if ws.marks.len() < n {
+            ws.marks.resize(n, 0);
+        }
+        // The bitmap's words, then its top words, at fixed places for this `n`: clear
+        // words past them are never read.
+        if ws.bits.len() < nw + nt {
+            ws.bits.resize(nw + nt, 0);
+        }
+        if fits_words && ws.words.len() < n {
+            ws.words.resize(n, 0);
+        }
+        ws.dirty = true;
+        let Workspace { marks, bits, words, .. } = &mut *ws;
+        let (bw, rest) = bits.split_at_mut(nw);
+        let bits = Bitmap { words: bw, top: &mut rest[..nt] };
+        let out = if fits_words {
+            // SAFETY: `T` is f32 or f64 (checked above), whose all-zero bit pattern is 0.0 and
+            // whose size and alignment fit a u64's: `n` elements lie inside the `n` words.
+            let acc = unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut T, n) };
+            f(Rows { marks: &mut marks[..n], bits, acc })
+        } else {
+            let mut acc = vec![T::default(); n];
+            f(Rows { marks: &mut marks[..n], bits, acc: &mut acc })
+        };
+        ws.dirty = false;
+        out
+    })
+}
+
+/// A two-level bitmap over `0..n`: a bit per column, and a bit per word of those. Setting is
+/// branch-free, and draining walks the set columns in ascending order in time proportional to
+/// their count plus `n / 4096`: a row's columns come out sorted without a sort.
+struct Bitmap<'a> {
+    words: &'a mut [u64],
+    top: &'a mut [u64],
+}
+
+impl Bitmap<'_> {
+    #[inline(always)]
+    fn set(&mut self, j: usize) {
+        let w = j >> 6;
+        self.words[w] |= 1u64 << (j & 63);
+        self.top[w >> 6] |= 1u64 << (w & 63);
+    }
+
+    /// Calls `f` on every set column in ascending order, clearing the bitmap; top words in
+    /// `t0..=t1` only (the caller's bounds of what it set).
+    #[inline(always)]
+    fn drain(&mut self, t0: usize, t1: usize, mut f: impl FnMut(usize)) {
+        for t in t0..=t1 {
+            let mut x = core::mem::take(&mut self.top[t]);
+            while x != 0 {
+                let w = t * 64 + x.trailing_zeros() as usize;
+                x &= x - 1;
+                let mut y = core::mem::take(&mut self.words[w]);
+                while y != 0 {
+                    f(w * 64 + y.trailing_zeros() as usize);
+                    y &= y - 1;
+                }
+            }
+        }
+    }
+
+    /// The number of set columns, clearing the bitmap (top words in `t0..=t1`).
+    #[inline(always)]
+    fn count(&mut self, t0: usize, t1: usize) -> usize {
+        let mut total = 0;
+        for t in t0..=t1 {
+            let mut x = core::mem::take(&mut self.top[t]);
+            while x != 0 {
+                let w = t * 64 + x.trailing_zeros() as usize;
+                x &= x - 1;
+                total += core::mem::take(&mut self.words[w]).count_ones() as usize;
+            }
+        }
+        total
+    }
+}
+
+/// Prefetches the line holding `p` (no-op off x86-64; a prefetch never faults).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Entries of `A`'s row ahead at which the rows of `B` they select are prefetched (their
+/// pointers twice as far ahead): the rows of `B` are scattered, and a walk that waits for each
+/// is latency-bound.
+const AHEAD: usize = 8;
+
+/// Prefetches what entry `q + AHEAD` of `A` will read of `B` (and the pointers of `q + 2 AHEAD`).
+#[inline(always)]
+fn prefetch_b<T, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, b: CsrPattern<'_, I, J>, bval: &[T], q: usize) {
+    let (acol, bptr) = (a.idx(), b.ptr());
+    if let Some(p) = acol.get(q + 2 * AHEAD) {
+        prefetch(bptr.as_ptr().wrapping_add(p.to_i64() as usize));
+    }
+    if let Some(p) = acol.get(q + AHEAD) {
+        let s = b.start(p.to_i64() as usize);
+        prefetch(b.idx().as_ptr().wrapping_add(s));
+        prefetch(bval.as_ptr().wrapping_add(s));
+    }
+}
+
+/// The pattern of `C = A · B` (`A [m, k]`, `B [k, n]`), or of `C<M> = A · B` with a `mask
+/// [m, n]`: row pointers `[m + 1]` and the columns of each row, ascending (in the mask row's
+/// order with a mask: ascending for a canonical mask). Structural: an entry is stored where
+/// some stored `a[i, p]` meets a stored `b[p, j]` (and, with a mask, `(i, j)` is in it),
+/// whatever the values. Two passes over the products: one counts each row (sizing the
+/// output exactly), one writes the columns in place.
+///
+/// # Errors
+/// An `Allocation` error when the product count or the pattern's size cannot be had.
+///
+/// # Panics
+/// If `a`'s columns are not `b`'s rows or the mask is not `[m, n]`.
+pub fn spgemm_symbolic<I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    b: CsrPattern<'_, I, J>,
+    mask: Option<CsrPattern<'_, I, J>>,
+) -> Result<(Vec<i64>, Vec<i64>)> {
+    assert_eq!(a.ncols(), b.nrows(), "spgemm: A's columns are B's rows");
+    if let Some(mk) = mask {
+        assert_eq!((mk.nrows(), mk.ncols()), (a.nrows(), b.ncols()), "spgemm: the mask is [m, n]");
+    }
+    let (m, n) = (a.nrows(), b.ncols());
+    let work = row_work(a, b)?;
+    let cuts = blocks(&work);
+    let mut crow = try_vec::<i64>(m + 1, "spgemm: row pointers")?;
+    crow.resize(m + 1, 0);
+    let lens = SendPtr(crow.as_mut_ptr());
+    cuts.par_windows(2).for_each(|w| {
+        with_workspace::<f32, _>(n, |mut ws| {
+            for i in w[0]..w[1] {
+                let len = row_columns::<I, J, f32, false>(a, b, mask, i, &work, &mut ws, |_| {});
+                // SAFETY: `i + 1 <= m` and the blocks partition `0..m`: each row's slot is
+                // written by its block only.
+                unsafe { lens.at(i + 1).write(len as i64) };
+            }
+        })
+    });
+    for i in 0..m {
+        crow[i + 1] += crow[i];
+    }
+    let nnz = crow[m] as usize;
+    let mut col = try_vec::<i64>(nnz, "spgemm: output columns")?;
+    let dst = SendPtr(col.as_mut_ptr());
+    cuts.par_windows(2).for_each(|w| {
+        with_workspace::<f32, _>(n, |mut ws| {
+            for (i, ends) in crow.windows(2).enumerate().take(w[1]).skip(w[0]) {
+                let (mut at, end) = (ends[0] as usize, ends[1] as usize);
+                row_columns::<I, J, f32, true>(a, b, mask, i, &work, &mut ws, |j| {
+                    // The counting pass gave the row's length (the same walk); the bound is
+                    // checked anyway, so a disagreement can only fail the assertion below.
+                    if at < end {
+                        // SAFETY: `at` lies in `crow[i]..crow[i + 1]`, inside `0..nnz`; rows
+                        // are partitioned by the blocks.
+                        unsafe { dst.at(at).write(j as i64) };
+                    }
+                    at += 1;
+                });
+                assert_eq!(at, end, "spgemm: the fill pass disagrees with the counting pass");
+            }
+        })
+    });
+    // SAFETY: every row's range was filled; the ranges cover `0..nnz`.
+    unsafe { col.set_len(nnz) };
+    Ok((crow, col))
+}
+
+/// Row `i`'s distinct columns of the product, ascending (the mask row's entries some product
+/// reaches, in its order, with a mask), each given to `emit` when `emit` is wanted; returns
+/// their count. The scratch is left clear.
+#[inline(always)]
+fn row_columns<I: IndexElem, J: IndexElem, T, const EMIT: bool>(
+    a: CsrPattern<'_, I, J>,
+    b: CsrPattern<'_, I, J>,
+    mask: Option<CsrPattern<'_, I, J>>,
+    i: usize,
+    work: &[i64],
+    ws: &mut Rows<'_, T>,
+    mut emit: impl FnMut(usize),
+) -> usize {
+    let bcol = b.idx();
+    if let Some(mk) = mask {
+        for e in mk.row(i) {
+            ws.marks[mk.col(e)] = 1;
+        }
+        for q in a.row(i) {
+            for r in b.row(a.col(q)) {
+                let j = bcol[r].to_i64() as usize;
+                // 1 (in the mask) becomes 2 (reached), 2 stays 2, 0 stays 0.
+                ws.marks[j] = ((ws.marks[j] != 0) as u8) << 1;
+            }
+        }
+        let mut len = 0;
+        for e in mk.row(i) {
+            let j = mk.col(e);
+            if ws.marks[j] == 2 {
+                emit(j);
+                len += 1;
+            }
+            ws.marks[j] = 0;
+        }
+        return len;
+    }
+    let products = (work[i + 1] - work[i]) as usize;
+    if products == 0 {
+        return 0;
+    }
+    let (mut lo, mut hi) = (usize::MAX, 0usize);
+    for q in a.row(i) {
+        if products > NARROW {
+            prefetch_b(a, b, bcol, q);
+        }
+        for r in b.row(a.col(q)) {
+            let j = bcol[r].to_i64() as usize;
+            ws.bits.set(j);
+            lo = lo.min(j);
+            hi = hi.max(j);
+        }
+    }
+    let (t0, t1) = (lo >> 12, hi >> 12);
+    if !EMIT {
+        return ws.bits.count(t0, t1);
+    }
+    let mut len = 0;
+    ws.bits.drain(t0, t1, |j| {
+        emit(j);
+        len += 1;
+    });
+    len
+}
+
+/// The values of `A · B` on the pattern `c [m, n]` (one value per entry of `c`, summed over
+/// the products that land on it; products outside `c` are skipped). `c`'s rows must be sorted
+/// for its narrow rows to be found (a row out of order gets zeros there, never a wrong place);
+/// [`spgemm_symbolic`]'s patterns and canonical masks are.
+///
+/// # Panics
+/// If the operands' shapes or value counts disagree.
+pub fn spgemm_numeric<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    aval: &[T],
+    b: CsrPattern<'_, I, J>,
+    bval: &[T],
+    c: CsrPattern<'_, I, J>,
+) -> Vec<T> {
+    check_operands(a, aval.len(), b, bval.len(), c);
+    let n = b.ncols();
+    let nnz = c.nnz();
+    let work = row_work(a, b).expect("spgemm: the products were counted for the pattern");
+    let cuts = blocks(&work);
+    let mut out: Vec<T> = Vec::with_capacity(nnz);
+    let dst = SendPtr(out.as_mut_ptr());
+    let (acol, bcol, ccol) = (a.idx(), b.idx(), c.idx());
+    cuts.par_windows(2).for_each(|w| {
+        with_workspace::<T, _>(n, |ws| {
+            let Rows { bits, acc, .. } = ws;
+            let words = bits.words;
+            for i in w[0]..w[1] {
+                let row = c.row(i);
+                let products = (work[i + 1] - work[i]) as usize;
+                if products <= NARROW || row.len() <= 2 {
+                    // Each product's place by binary search in the (sorted) row.
+                    let cols = &ccol[row.clone()];
+                    let mut vals = [T::default(); NARROW];
+                    let mut heap;
+                    let vals: &mut [T] = if row.len() <= NARROW {
+                        &mut vals[..row.len()]
+                    } else {
+                        heap = vec![T::default(); row.len()];
+                        &mut heap
+                    };
+                    for q in a.row(i) {
+                        let (p, av) = (acol[q].to_i64() as usize, aval[q]);
+                        for r in b.row(p) {
+                            let j = bcol[r];
+                            if let Ok(t) = cols.binary_search(&j) {
+                                vals[t] = vals[t] + av * bval[r];
+                            }
+                        }
+                    }
+                    for (t, &v) in vals.iter().enumerate() {
+                        // SAFETY: `row` lies inside `0..nnz` (c is a valid pattern) and the
+                        // blocks partition the rows: each place is written once, by this row.
+                        unsafe { dst.at(row.start + t).write(v) };
+                    }
+                } else {
+                    // The row's columns as a bitmap: a product outside the row is skipped.
+                    for e in row.clone() {
+                        let j = ccol[e].to_i64() as usize;
+                        words[j >> 6] |= 1u64 << (j & 63);
+                    }
+                    for q in a.row(i) {
+                        prefetch_b(a, b, bval, q);
+                        let (p, av) = (acol[q].to_i64() as usize, aval[q]);
+                        for r in b.row(p) {
+                            let j = bcol[r].to_i64() as usize;
+                            if words[j >> 6] & (1u64 << (j & 63)) != 0 {
+                                acc[j] = acc[j] + av * bval[r];
+                            }
+                        }
+                    }
+                    for e in row.clone() {
+                        let j = ccol[e].to_i64() as usize;
+                        // A column repeated in the row gets the sum once (and 0 after).
+                        // SAFETY: as above.
+                        unsafe { dst.at(e).write(acc[j]) };
+                        acc[j] = T::default();
+                        words[j >> 6] = 0;
+                    }
+                }
+            }
+        })
+    });
+    // SAFETY: the blocks cover every row of `c`, and every entry of a row is written.
+    unsafe { out.set_len(nnz) };
+    out
+}
+
+fn check_operands<I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    na: usize,
+    b: CsrPattern<'_, I, J>,
+    nb: usize,
+    c: CsrPattern<'_, I, J>,
+) {
+    assert_eq!(a.ncols(), b.nrows(), "spgemm: A's columns are B's rows");
+    assert_eq!((c.nrows(), c.ncols()), (a.nrows(), b.ncols()), "spgemm: C is [m, n]");
+    assert_eq!(na, a.nnz(), "spgemm: one value per entry of A");
+    assert_eq!(nb, b.nnz(), "spgemm: one value per entry of B");
+}
+
+/// Scatters row `i` of `G` (on `c`'s pattern) into `gd`.
+#[inline(always)]
+fn scatter_row<T: Real, I: IndexElem, J: IndexElem>(c: CsrPattern<'_, I, J>, g: &[T], i: usize, gd: &mut [T]) {
+    for e in c.row(i) {
+        let j = c.col(e);
+        gd[j] = gd[j] + g[e];
+    }
+}
+
+/// Clears what [`scatter_row`] set.
+#[inline(always)]
+fn clear_row<T: Real, I: IndexElem, J: IndexElem>(c: CsrPattern<'_, I, J>, i: usize, gd: &mut [T]) {
+    for e in c.row(i) {
+        gd[c.col(e)] = T::default();
+    }
+}
+
+/// The gradient of `C = A · B`'s values (on `c`'s pattern, `g [nnz_c]`) w.r.t. `A`'s values:
+/// `dA[i, p] = Σ_j G[i, j] B[p, j]`, `(G · Bᵀ)` on `A`'s pattern, one value per entry of `A`.
+///
+/// # Panics
+/// If the operands' shapes or value counts disagree.
+pub fn spgemm_grad_a<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    b: CsrPattern<'_, I, J>,
+    bval: &[T],
+    c: CsrPattern<'_, I, J>,
+    g: &[T],
+) -> Vec<T> {
+    check_operands(a, a.nnz(), b, bval.len(), c);
+    assert_eq!(g.len(), c.nnz(), "spgemm: one gradient per entry of C");
+    let n = b.ncols();
+    let work = row_work(a, b).expect("spgemm: the products were counted in the forward pass");
+    let cuts = blocks(&work);
+    let mut out: Vec<T> = Vec::with_capacity(a.nnz());
+    let dst = SendPtr(out.as_mut_ptr());
+    let bcol = b.idx();
+    cuts.par_windows(2).for_each(|w| {
+        with_workspace::<T, _>(n, |ws| {
+            let gd = ws.acc;
+            for i in w[0]..w[1] {
+                scatter_row(c, g, i, gd);
+                for q in a.row(i) {
+                    let p = a.col(q);
+                    let mut s = T::default();
+                    for r in b.row(p) {
+                        s = s + gd[bcol[r].to_i64() as usize] * bval[r];
+                    }
+                    // SAFETY: `q` is an entry of row `i` of `a`, inside `0..nnz_a`; rows are
+                    // partitioned by the blocks, so each place is written once.
+                    unsafe { dst.at(q).write(s) };
+                }
+                clear_row(c, i, gd);
+            }
+        })
+    });
+    // SAFETY: every entry of every row of `a` was written.
+    unsafe { out.set_len(a.nnz()) };
+    out
+}
+
+/// Fixed row blocks of the gradient w.r.t. `B`: a count from the product count only (never
+/// the thread count), so the partial sums, and their order, are the same on any machine.
+fn grad_b_parts(products: i64) -> usize {
+    ((products >> 20) as usize).clamp(1, 8)
+}
+
+/// The gradient of `C = A · B`'s values (on `c`'s pattern, `g [nnz_c]`) w.r.t. `B`'s values:
+/// `dB[p, j] = Σ_i A[i, p] G[i, j]`, `(Aᵀ · G)` on `B`'s pattern, one value per entry of `B`.
+/// Rows of `A` run in a fixed number of blocks, each adding into its own partial array of
+/// `B`'s values; the partials are summed in block order.
+///
+/// # Errors
+/// An `Allocation` error when the partial arrays cannot be had.
+///
+/// # Panics
+/// If the operands' shapes or value counts disagree.
+pub fn spgemm_grad_b<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    aval: &[T],
+    b: CsrPattern<'_, I, J>,
+    c: CsrPattern<'_, I, J>,
+    g: &[T],
+) -> Result<Vec<T>> {
+    check_operands(a, aval.len(), b, b.nnz(), c);
+    assert_eq!(g.len(), c.nnz(), "spgemm: one gradient per entry of C");
+    let (n, nb) = (b.ncols(), b.nnz());
+    let work = row_work(a, b)?;
+    let cuts = balanced_row_blocks(&work, grad_b_parts(*work.last().expect("m + 1")));
+    let parts = cuts.len().saturating_sub(1);
+    let mut partial = try_vec::<T>(
+        parts
+            .checked_mul(nb)
+            .ok_or(SparseError::Allocation { bytes: usize::MAX, what: "spgemm: partial gradients of B" })?,
+        "spgemm: partial gradients of B",
+    )?;
+    partial.resize(parts * nb, T::default());
+    let acol = a.idx();
+    let bcol = b.idx();
+    cuts.par_windows(2).zip(partial.par_chunks_mut(nb.max(1))).for_each(|(w, part)| {
+        with_workspace::<T, _>(n, |ws| {
+            let gd = ws.acc;
+            for i in w[0]..w[1] {
+                scatter_row(c, g, i, gd);
+                for q in a.row(i) {
+                    let (p, av) = (acol[q].to_i64() as usize, aval[q]);
+                    for r in b.row(p) {
+                        part[r] = part[r] + av * gd[bcol[r].to_i64() as usize];
+                    }
+                }
+                clear_row(c, i, gd);
+            }
+        })
+    });
+    if parts <= 1 {
+        partial.truncate(nb);
+        if parts == 0 {
+            partial.resize(nb, T::default());
+        }
+        return Ok(partial);
+    }
+    let mut out = try_vec::<T>(nb, "spgemm: gradient of B")?;
+    out.resize(nb, T::default());
+    const CHUNK: usize = 1 << 14;
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(t, o)| {
+        let start = t * CHUNK;
+        for (x, v) in o.iter_mut().enumerate() {
+            let mut s = partial[start + x];
+            for b in 1..parts {
+                s = s + partial[b * nb + start + x];
+            }
+            *v = s;
+        }
+    });
+    Ok(out)
+}
+
+/// `C = A · B` in CSR: both phases (row pointers, sorted columns, values).
+///
+/// # Errors
+/// As [`spgemm_symbolic`].
+///
+/// # Panics
+/// If the operands' shapes or value counts disagree.
+pub fn spgemm<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    aval: &[T],
+    b: CsrPattern<'_, I, J>,
+    bval: &[T],
+) -> Result<(Vec<i64>, Vec<i64>, Vec<T>)> {
+    let (crow, col) = spgemm_symbolic(a, b, None)?;
+    // SAFETY: the symbolic pass builds a valid pattern `[m, n]`: pointers from 0 to nnz,
+    // non-decreasing, every column a column of `b`.
+    let c = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], b.ncols()) };
+    let val = with_i64(a, b, |a, b| spgemm_numeric(a, aval, b, bval, c));
+    Ok((crow, col, val))
+}
+
+/// `f` on `a` and `b` widened to i64 patterns when they are not already (the symbolic pattern
+/// is i64; the kernels take one index type for all three).
+fn with_i64<I: IndexElem, J: IndexElem, R>(
+    a: CsrPattern<'_, I, J>,
+    b: CsrPattern<'_, I, J>,
+    f: impl FnOnce(CsrPattern<'_, i64, i64>, CsrPattern<'_, i64, i64>) -> R,
+) -> R {
+    let widen = |p: CsrPattern<'_, I, J>| {
+        (
+            p.ptr().iter().map(|v| v.to_i64()).collect::<Vec<i64>>(),
+            p.idx().iter().map(|v| v.to_i64()).collect::<Vec<i64>>(),
+        )
+    };
+    let ((ap, ai), (bp, bi)) = (widen(a), widen(b));
+    // SAFETY: the same valid patterns, widened element by element.
+    let (a2, b2) = unsafe {
+        (CsrPattern::new_unchecked(&ap[..], &ai[..], a.ncols()), CsrPattern::new_unchecked(&bp[..], &bi[..], b.ncols()))
+    };
+    f(a2, b2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic sparse matrix `[m, n]`: row `i` holds about `deg` columns (some
+    /// repeated when `dups`), values small integers (exact sums in any order).
+    fn random(m: usize, n: usize, deg: usize, seed: u64, dups: bool) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
+        let mut s = seed;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) as usize
+        };
+        let (mut crow, mut col, mut val) = (vec![0i64], vec![], vec![]);
+        for _ in 0..m {
+            let len = next() % (2 * deg + 1);
+            let mut row: Vec<i64> = (0..len).map(|_| (next() % n.max(1)) as i64).collect();
+            if !dups {
+                row.sort_unstable();
+                row.dedup();
+            }
+            for c in row {
+                col.push(c);
+                val.push((next() % 7) as f64 - 3.0);
+            }
+            crow.push(col.len() as i64);
+        }
+        if n == 0 {
+            col.clear();
+            val.clear();
+            crow.iter_mut().for_each(|v| *v = 0);
+        }
+        (crow, col, val)
+    }
+
+    fn dense(m: usize, n: usize, crow: &[i64], col: &[i64], val: &[f64]) -> Vec<f64> {
+        let mut d = vec![0.0; m * n];
+        for i in 0..m {
+            for j in crow[i] as usize..crow[i + 1] as usize {
+                d[i * n + col[j] as usize] += val[j];
+            }
+        }
+        d
+    }
+
+    fn structure(m: usize, n: usize, crow: &[i64], col: &[i64]) -> Vec<bool> {
+        let mut d = vec![false; m * n];
+        for i in 0..m {
+            for j in crow[i] as usize..crow[i + 1] as usize {
+                d[i * n + col[j] as usize] = true;
+            }
+        }
+        d
+    }
+
+    /// Products, symbolic and numeric, against dense references; narrow and wide rows, scans
+    /// and sorts (n small and large), duplicate columns in the operands, empty operands.
+    #[test]
+    fn product_matches_dense_reference() {
+        for (m, k, n, da, db, dups) in [
+            (30, 20, 25, 3, 4, false),
+            (40, 30, 500, 6, 8, true),
+            (50, 60, 40, 12, 12, false),
+            (5, 0, 7, 2, 2, false),
+            (0, 4, 3, 2, 2, false),
+            (20, 2000, 3000, 1, 40, false),
+        ] {
+            let (ap, ai, av) = random(m, k, da, 1 + m as u64, dups);
+            let (bp, bi, bv) = random(k, n, db, 2 + n as u64, dups);
+            let a = CsrPattern::new(&ap[..], &ai[..], k).unwrap();
+            let b = CsrPattern::new(&bp[..], &bi[..], n).unwrap();
+            let (crow, col, val) = spgemm(a, &av, b, &bv).unwrap();
+            let c = CsrPattern::new(&crow[..], &col[..], n).unwrap();
+            for i in 0..m {
+                let r = &col[c.row(i)];
+                assert!(r.windows(2).all(|w| w[0] < w[1]), "row {i} sorted and unique");
+            }
+            let (ad, bd) = (dense(m, k, &ap, &ai, &av), dense(k, n, &bp, &bi, &bv));
+            let (sa, sb) = (structure(m, k, &ap, &ai), structure(k, n, &bp, &bi));
+            let mut want = vec![0.0; m * n];
+            let mut want_s = vec![false; m * n];
+            for i in 0..m {
+                for p in 0..k {
+                    for j in 0..n {
+                        want[i * n + j] += ad[i * k + p] * bd[p * n + j];
+                        want_s[i * n + j] |= sa[i * k + p] && sb[p * n + j];
+                    }
+                }
+            }
+            assert_eq!(structure(m, n, &crow, &col), want_s, "structure {m}x{k}x{n}");
+            assert_eq!(dense(m, n, &crow, &col, &val), want, "values {m}x{k}x{n}");
+            assert_eq!(
+                spgemm_products(a, b).unwrap() as usize,
+                (0..ai.len()).map(|q| b.row(ai[q] as usize).len()).sum::<usize>()
+            );
+            // Masked: a pattern of its own; the result is the mask's entries some product reaches.
+            let (mp, mi, _) = random(m, n, 5, 9, false);
+            let mk = CsrPattern::new(&mp[..], &mi[..], n).unwrap();
+            let (mcrow, mcol) = spgemm_symbolic(a, b, Some(mk)).unwrap();
+            let sm = structure(m, n, &mp, &mi);
+            let masked_s: Vec<bool> = want_s.iter().zip(&sm).map(|(&x, &y)| x && y).collect();
+            assert_eq!(structure(m, n, &mcrow, &mcol), masked_s, "masked structure");
+            let cm = CsrPattern::new(&mcrow[..], &mcol[..], n).unwrap();
+            let mval = spgemm_numeric(a, &av, b, &bv, cm);
+            let got = dense(m, n, &mcrow, &mcol, &mval);
+            for t in 0..m * n {
+                assert_eq!(got[t], if masked_s[t] { want[t] } else { 0.0 }, "masked value {t}");
+            }
+            // The numeric pass on the whole mask (entries no product reaches are zeros).
+            let on_mask = spgemm_numeric(a, &av, b, &bv, mk);
+            let got = dense(m, n, &mp, &mi, &on_mask);
+            for t in 0..m * n {
+                assert_eq!(got[t], if sm[t] { want[t] } else { 0.0 }, "on mask {t}");
+            }
+        }
+    }
+
+    /// The gradients against their definitions: `dA = (G Bᵀ)` on A's pattern, `dB = (Aᵀ G)` on
+    /// B's, with G on the product's pattern.
+    #[test]
+    fn gradients_are_masked_products() {
+        for (m, k, n, da, db) in [(30, 20, 25, 3, 4), (40, 30, 500, 6, 8), (3000, 10, 12, 3, 3), (4, 0, 3, 1, 1)] {
+            let (ap, ai, av) = random(m, k, da, 3, false);
+            let (bp, bi, bv) = random(k, n, db, 4, false);
+            let a = CsrPattern::new(&ap[..], &ai[..], k).unwrap();
+            let b = CsrPattern::new(&bp[..], &bi[..], n).unwrap();
+            let (crow, col) = spgemm_symbolic(a, b, None).unwrap();
+            let c = CsrPattern::new(&crow[..], &col[..], n).unwrap();
+            let g: Vec<f64> = (0..col.len()).map(|e| ((e * 5) % 9) as f64 - 4.0).collect();
+            let gd = dense(m, n, &crow, &col, &g);
+            let (ad, bd) = (dense(m, k, &ap, &ai, &av), dense(k, n, &bp, &bi, &bv));
+            let da_got = spgemm_grad_a(a, b, &bv, c, &g);
+            for i in 0..m {
+                for q in a.row(i) {
+                    let p = ai[q] as usize;
+                    let want: f64 = (0..n).map(|j| gd[i * n + j] * bd[p * n + j]).sum();
+                    assert_eq!(da_got[q], want, "dA[{i}, {p}]");
+                }
+            }
+            let db_got = spgemm_grad_b(a, &av, b, c, &g).unwrap();
+            for p in 0..k {
+                for r in b.row(p) {
+                    let j = bi[r] as usize;
+                    let want: f64 = (0..m).map(|i| ad[i * k + p] * gd[i * n + j]).sum();
+                    assert_eq!(db_got[r], want, "dB[{p}, {j}]");
+                }
+            }
+        }
+    }
+
+    /// Bit-identical values whatever the thread count.
+    #[test]
+    fn results_do_not_depend_on_threads() {
+        let (m, k, n) = (600, 400, 700);
+        let mut s = 7u64;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let (ap, ai, _) = random(m, k, 20, 11, false);
+        let (bp, bi, _) = random(k, n, 20, 12, false);
+        let av: Vec<f32> = ai.iter().map(|_| next()).collect();
+        let bv: Vec<f32> = bi.iter().map(|_| next()).collect();
+        let a = CsrPattern::new(&ap[..], &ai[..], k).unwrap();
+        let b = CsrPattern::new(&bp[..], &bi[..], n).unwrap();
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let (crow, col, val) = spgemm(a, &av, b, &bv).unwrap();
+                let c = CsrPattern::new(&crow[..], &col[..], n).unwrap();
+                let g: Vec<f32> = val.iter().map(|v| v * 0.5 + 1.0).collect();
+                let db = spgemm_grad_b(a, &av, b, c, &g).unwrap();
+                (
+                    crow,
+                    col,
+                    val.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    db.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                )
+            })
+        };
+        assert_eq!(run(1), run(3));
+    }
+}
