@@ -22,7 +22,7 @@ use std::time::Instant;
 
 /// Times sparsegrad on the workloads of docs/WORKLOADS.md (the anchors' workloads).
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(long_about = None)]
 struct Bench {
     /// One JSON object per line instead of the table.
     #[arg(long)]

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 /// A 2-layer GCN on Cora (Kipf & Welling's settings), trained once per seed.
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(long_about = None)]
 struct Args {
     /// Training runs, with seeds 0 to N - 1.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]

@@ -30,7 +30,7 @@ use std::time::Instant;
 
 /// The GCN of gcn_cora in candle (candle-nn layers and optimiser, sparsegrad's candle `mm`).
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(long_about = None)]
 struct Args {
     /// Training runs (candle's CPU generator cannot be seeded: the runs differ).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]

@@ -36,7 +36,7 @@ mod progress;
 
 /// The same MLP on MNIST with dense, 2:4 and 90 %-sparse hidden layers.
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(long_about = None)]
 struct Args {
     /// Epochs per variant.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
@@ -51,7 +51,7 @@ struct Args {
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..))]
     batch: u64,
     /// Peak learning rate of Adam (cosine decay to zero over the run).
-    #[arg(long, default_value_t = 3e-3, value_parser = positive)]
+    #[arg(long, default_value_t = 3e-3, value_parser = positive, allow_negative_numbers = true)]
     lr: f64,
     /// Seed of the initialisation, the sparse patterns and the batch order.
     #[arg(long, default_value_t = 0)]

@@ -91,6 +91,8 @@ pub fn curves(path: &Path, title: &str, panels: &[Panel], (width, height): (u32,
         chart
             .configure_mesh()
             .x_desc("epoch")
+            .x_labels(epochs.min(11))
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc(panel.y_label)
             .label_style((FAMILY, 13))
             .axis_desc_style((FAMILY, 15))
