@@ -1,25 +1,37 @@
 //! The benchmark: rebuilds the workloads of `docs/WORKLOADS.md` bit for bit (it
-//! prints their nnz and value sums as proof) and times sparsegrad on them. Median of several runs
-//! after a warm-up. A table by default; `--json` prints one JSON object per line
-//! (`{"op":..., "workload":..., "ms":..., "gflops":...}`). Compare ratios against
-//! `python bench/anchors.py` (PyTorch and scipy on the same workloads) run on the same machine,
-//! close in time.
+//! prints their nnz and value sums as proof) and times sparsegrad on them. Several runs after a
+//! warm-up: the figure is their median (GFLOP/s from it), with the minimum, the maximum and the
+//! interquartile range beside it, since a shared machine's noise is 20-40 %. A table by default;
+//! `--json` prints one JSON object per line (`{"op":..., "workload":..., "ms":..., "gflops":...,
+//! "min_ms":..., "max_ms":..., "iqr_ms":..., "runs":...}`, `ms` the median). Compare ratios
+//! against `python bench/anchors.py` (PyTorch and scipy on the same workloads) run on the same
+//! machine, close in time.
 //!
 //! `--sums` prints, for every op, the sum of its output's values and a hash of their bits
 //! instead of timing it: two builds whose sums and hashes agree computed bit-identical outputs.
 //!
-//! Usage: `cargo run --release --example bench [-- --json] [-- --only OP] [-- --sums]`
+//! Usage: `cargo run --release --example bench [-- --json] [--only OP] [--sums]` (`--help`)
 
 #[path = "workloads/mod.rs"]
 mod workloads;
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use clap::Parser;
 use sparsegrad::prelude::*;
 use std::time::Instant;
 
+/// Times sparsegrad on the workloads of docs/WORKLOADS.md (the anchors' workloads).
+#[derive(Parser, Debug)]
+#[command(long_about = None)]
 struct Bench {
+    /// One JSON object per line instead of the table.
+    #[arg(long)]
     json: bool,
+    /// Only the ops whose name contains OP.
+    #[arg(long, value_name = "OP")]
     only: Option<String>,
+    /// Print each op's output sum and bit hash instead of timing it.
+    #[arg(long)]
     sums: bool,
 }
 
@@ -28,7 +40,8 @@ impl Bench {
         self.only.as_deref().is_none_or(|o| op.contains(o))
     }
 
-    /// Times `f` ([`time`] with `reps` runs), or with `--sums` prints the checksum of its output.
+    /// Times `f` ([`time`] with `reps` runs; the median in ms), or with `--sums` prints the
+    /// checksum of its output.
     fn run<const D: usize>(
         &self,
         op: &str,
@@ -45,43 +58,87 @@ impl Bench {
             println!("{op:<28} {workload:<24} sum {sum:.17e} hash {hash:016x}");
             return 0.0;
         }
-        let ms = time(reps, f);
-        self.report(op, workload, ms, flops);
-        ms
+        let t = time(reps, f);
+        self.report(op, workload, t, flops);
+        t.median
     }
 
-    fn report(&self, op: &str, workload: &str, ms: f64, flops: Option<f64>) {
+    /// One row: the median (and GFLOP/s from it), then min, max and IQR.
+    fn report(&self, op: &str, workload: &str, t: Stats, flops: Option<f64>) {
+        let ms = t.median;
         let gflops = flops.map(|f| f / (ms * 1e-3) / 1e9);
         if self.json {
             let g = gflops.map_or("null".to_string(), |g| format!("{g:.3}"));
-            println!("{{\"op\":\"{op}\",\"workload\":\"{workload}\",\"ms\":{ms:.3},\"gflops\":{g}}}");
+            println!(
+                "{{\"op\":\"{op}\",\"workload\":\"{workload}\",\"ms\":{ms:.3},\"gflops\":{g},\"min_ms\":{:.3},\"max_ms\":{:.3},\"iqr_ms\":{:.3},\"runs\":{}}}",
+                t.min,
+                t.max,
+                t.iqr(),
+                t.runs
+            );
         } else {
-            let g = gflops.map_or(String::new(), |g| format!("{g:8.2} GFLOP/s"));
-            println!("{op:<28} {workload:<24} {ms:10.3} ms {g}");
+            let g = gflops.map_or(" ".repeat(16), |g| format!("{g:8.2} GFLOP/s"));
+            println!(
+                "{op:<28} {workload:<24} {ms:10.3} ms {g}  (min {:.3}, max {:.3}, IQR {:.3} ms, {} runs)",
+                t.min,
+                t.max,
+                t.iqr(),
+                t.runs
+            );
         }
     }
 }
 
-/// Median wall time in ms of `reps` runs after a warm-up of at least one run and 50 ms.
+/// Wall times of the runs of one figure, in ms.
+#[derive(Clone, Copy, Debug)]
+struct Stats {
+    min: f64,
+    q1: f64,
+    median: f64,
+    q3: f64,
+    max: f64,
+    runs: usize,
+}
+
+impl Stats {
+    /// The order statistics of `ts` (non-empty): quartiles by linear interpolation between
+    /// the closest ranks, as numpy's default `percentile`.
+    fn of(mut ts: Vec<f64>) -> Stats {
+        assert!(!ts.is_empty(), "at least one run");
+        ts.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let pos = p * (ts.len() - 1) as f64;
+            let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+            ts[lo] + (ts[hi] - ts[lo]) * (pos - lo as f64)
+        };
+        Stats { min: ts[0], q1: q(0.25), median: q(0.5), q3: q(0.75), max: ts[ts.len() - 1], runs: ts.len() }
+    }
+
+    /// Interquartile range.
+    fn iqr(&self) -> f64 {
+        self.q3 - self.q1
+    }
+}
+
+/// Wall times in ms of `reps` runs after a warm-up of at least one run and 50 ms.
 ///
 /// On this 2-core VM an L2-bound product run right after a single-threaded phase (the `sprs`
 /// peer) stays about twice as slow for its first ten or so calls (10-20 ms: the idle core
 /// ramping up), so one warm-up call measured the ramp, not the kernel.
-fn time<R>(reps: usize, mut f: impl FnMut() -> R) -> f64 {
+fn time<R>(reps: usize, mut f: impl FnMut() -> R) -> Stats {
     let warm = Instant::now();
     std::hint::black_box(f());
     while warm.elapsed().as_secs_f64() < 0.05 {
         std::hint::black_box(f());
     }
-    let mut ts: Vec<f64> = (0..reps)
+    let ts: Vec<f64> = (0..reps)
         .map(|_| {
             let t = Instant::now();
             std::hint::black_box(f());
             t.elapsed().as_secs_f64() * 1e3
         })
         .collect();
-    ts.sort_by(f64::total_cmp);
-    ts[ts.len() / 2]
+    Stats::of(ts)
 }
 
 fn ints(v: Vec<i64>, shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
@@ -263,12 +320,7 @@ fn linear_2_4(bench: &Bench, device: &Device) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let bench = Bench {
-        json: args.iter().any(|a| a == "--json"),
-        only: args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1).cloned()),
-        sums: args.iter().any(|a| a == "--sums"),
-    };
+    let bench = Bench::parse();
     let device = Device::flex();
 
     let mut built = Vec::new();

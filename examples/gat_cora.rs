@@ -2,40 +2,70 @@
 //! ELU, one output head, dropout 0.6 on the inputs and on the attention coefficients, Adam with
 //! lr 0.005 and weight decay 5e-4, early stopping with patience 100 on the validation loss (the
 //! model with the best validation loss is the one tested). Attention runs on the sparse
-//! adjacency: SDDMM scores, sparse softmax, sparse mm.
+//! adjacency: SDDMM scores, sparse softmax, sparse mm. Dropout masks come from burn's generator,
+//! seeded per run with `device.seed`; the model is evaluated under `valid()`.
 //!
-//! `cargo run --release --example gat_cora [-- --seeds N] [--epochs E]`
-//! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds`.
+//! `cargo run --release --example gat_cora [-- --seeds N] [--epochs E] [--png PATH]` (`--help`)
+//! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
+//! accuracy curves of the first seed as a PNG (default `gat_cora_curves.png`).
+
+#[path = "plot/mod.rs"]
+mod plot;
+#[path = "progress/mod.rs"]
+mod progress;
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::{Dropout, DropoutConfig};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{activation::elu, DType, Device, Int, Tensor, TensorData};
+use clap::Parser;
 use sparsegrad::nn::{
-    adjacency_with_self_loops, dense_dropout, sparse_dropout, GatConv, GatConvConfig, MaskRng, Planetoid,
+    adjacency_with_self_loops, GatConv, GatConvConfig, Planetoid, SparseDropout, SparseDropoutConfig,
 };
 use sparsegrad::prelude::*;
-use std::io::Write;
+use std::path::PathBuf;
+
+/// GAT on Cora (the paper's settings), trained once per seed.
+#[derive(Parser, Debug)]
+#[command(long_about = None)]
+struct Args {
+    /// Training runs, with seeds 0 to N - 1.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    seeds: u64,
+    /// Most epochs of a run (early stopping, patience 100, usually ends it sooner).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+    /// Where to write the loss and accuracy curves of seed 0 (PNG).
+    #[arg(long, default_value = "gat_cora_curves.png")]
+    png: PathBuf,
+}
+
+/// Dropout probability of the inputs, the hidden layer and the attention coefficients.
+const P: f64 = 0.6;
 
 #[derive(Module, Debug)]
 struct Gat {
     l0: GatConv,
     l1: GatConv,
+    input_dropout: SparseDropout,
+    dropout: Dropout,
 }
 
 impl Gat {
-    fn forward(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>, mut rng: Option<&mut MaskRng>) -> Tensor<2> {
-        let p = 0.6;
-        let x = match rng.as_mut() {
-            Some(r) => sparse_dropout(x, p, r),
-            None => x.clone(),
-        };
-        let h = elu(self.l0.forward_sparse(adj, &x, rng.as_mut().map(|r| (p, &mut **r))), 1.0);
-        let h = match rng.as_mut() {
-            Some(r) => dense_dropout(h, p, r),
-            None => h,
-        };
-        self.l1.forward(adj, h, rng.map(|r| (p, r)))
+    fn new(g: &Planetoid, device: &Device) -> Self {
+        Gat {
+            l0: GatConvConfig::new(g.num_features, 8).with_heads(8).with_dropout(P).init(device),
+            l1: GatConvConfig::new(64, g.num_classes).with_heads(1).with_concat(false).with_dropout(P).init(device),
+            input_dropout: SparseDropoutConfig::new(P).init(),
+            dropout: DropoutConfig::new(P).init(),
+        }
+    }
+
+    /// Logits; every dropout acts on an autodiff device only (not under `valid()`).
+    fn forward(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+        let h = elu(self.l0.forward_sparse(adj, &self.input_dropout.forward(x)), 1.0);
+        self.l1.forward(adj, self.dropout.forward(h))
     }
 }
 
@@ -66,62 +96,111 @@ fn l2(model: &Gat) -> Tensor<1> {
         + sq(model.l1.att_dst.val())
 }
 
-fn run(seed: u64, epochs: usize, g: &Planetoid, adj: &SparseTensor<2>, x: &SparseTensor<2>, device: &Device) -> f64 {
+/// The graph on both devices: the autodiff one trains, the plain one evaluates `valid()` models.
+struct Graph<'a> {
+    g: &'a Planetoid,
+    adj: SparseTensor<2>,
+    x: SparseTensor<2>,
+    adj_eval: SparseTensor<2>,
+    x_eval: SparseTensor<2>,
+}
+
+struct Curves {
+    train_loss: Vec<f64>,
+    val_loss: Vec<f64>,
+    train_acc: Vec<f64>,
+    val_acc: Vec<f64>,
+}
+
+fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) -> (f64, Curves) {
     device.seed(seed);
-    let mut model = Gat {
-        l0: GatConvConfig::new(g.num_features, 8).with_heads(8).init(device),
-        l1: GatConvConfig::new(64, g.num_classes).with_heads(1).with_concat(false).init(device),
-    };
+    let g = graph.g;
+    let mut model = Gat::new(g, device);
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
-    let mut rng = MaskRng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x6A7);
-    let split = |nodes: &[usize]| {
+    let split = |nodes: &[usize], device: &Device| {
         (
             ids(nodes, device, Some(DType::I64)),
             ids(&nodes.iter().map(|&i| g.labels[i]).collect::<Vec<_>>(), device, None),
         )
     };
-    let ((tr_n, tr_l), (va_n, va_l), (te_n, te_l)) = (split(&g.train), split(&g.val), split(&g.test));
-    let (mut best, mut best_model, mut waited) = (f64::INFINITY, model.clone(), 0);
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let ((tr_n, tr_l), (va_n, va_l), (te_n, te_l)) =
+        (split(&g.train, device), split(&g.val, eval), split(&g.test, eval));
+    let (mut best, mut best_model, mut waited) = (f64::INFINITY, model.valid(), 0);
+    let mut curves = Curves { train_loss: vec![], val_loss: vec![], train_acc: vec![], val_acc: vec![] };
+    let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     let mut epoch = 0;
     while epoch < epochs && waited < 100 {
-        let logits = model.forward(adj, x, Some(&mut rng));
-        let (loss, _) = evaluate(&logits, &tr_n, &tr_l, device);
+        let logits = model.forward(&graph.adj, &graph.x);
+        let (loss, train_acc) = evaluate(&logits, &tr_n, &tr_l, device);
         let loss = loss + l2(&model) * (5e-4 / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(0.005, model, grads);
-        let (val_loss, val_acc) = evaluate(&model.forward(adj, x, None), &va_n, &va_l, device);
+        let valid = model.valid();
+        let (val_loss, val_acc) = evaluate(&valid.forward(&graph.adj_eval, &graph.x_eval), &va_n, &va_l, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
         if val_loss < best {
-            (best, best_model, waited) = (val_loss, model.clone(), 0);
+            (best, best_model, waited) = (val_loss, valid, 0);
         } else {
             waited += 1;
         }
+        curves.train_loss.push(loss.into_scalar::<f32>() as f64);
+        curves.train_acc.push(train_acc);
+        curves.val_loss.push(val_loss);
+        curves.val_acc.push(val_acc);
         epoch += 1;
-        if tty {
-            eprint!("\rseed {seed:2} epoch {epoch:4} val loss {val_loss:.4} val acc {:5.1} % (best {best:.4}, waited {waited:3})", val_acc * 100.0);
-            let _ = std::io::stderr().flush();
-        }
+        progress.epoch(epoch, || {
+            format!("val loss {val_loss:.4}, val acc {:5.1} % (best {best:.4}, waited {waited:3})", val_acc * 100.0)
+        });
     }
-    let (_, test_acc) = evaluate(&best_model.forward(adj, x, None), &te_n, &te_l, device);
-    eprintln!("{}seed {seed:2}: {epoch} epochs, test accuracy {:.2} %", if tty { "\n" } else { "" }, test_acc * 100.0);
-    test_acc
-}
-
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    progress.finish();
+    let (_, test_acc) = evaluate(&best_model.forward(&graph.adj_eval, &graph.x_eval), &te_n, &te_l, eval);
+    println!("seed {seed:2}: {epoch} epochs, test accuracy {:.2} %", test_acc * 100.0);
+    (test_acc, curves)
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let seeds: u64 = arg(&args, "--seeds", 10);
-    let epochs: usize = arg(&args, "--epochs", 1000);
+    let args = Args::parse();
     let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
     let device = Device::flex().autodiff();
-    let adj = adjacency_with_self_loops(&g.edges, g.nodes, &device).expect("valid graph");
-    let x = g.features_csr(&device);
-    let accs: Vec<f64> = (0..seeds).map(|s| run(s, epochs, &g, &adj, &x, &device) * 100.0).collect();
+    let eval = Device::flex();
+    let graph = Graph {
+        g: &g,
+        adj: adjacency_with_self_loops(&g.edges, g.nodes, &device).expect("valid graph"),
+        x: g.features_csr(&device),
+        adj_eval: adjacency_with_self_loops(&g.edges, g.nodes, &eval).expect("valid graph"),
+        x_eval: g.features_csr(&eval),
+    };
+    let mut accs = Vec::new();
+    for seed in 0..args.seeds {
+        let (acc, curves) = run(seed, args.epochs, &graph, &device, &eval);
+        accs.push(acc * 100.0);
+        if seed == 0 {
+            let panels = [
+                plot::Panel {
+                    caption: "Loss",
+                    y_label: "cross-entropy",
+                    series: vec![
+                        plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
+                        plot::Series { name: "validation", values: &curves.val_loss },
+                    ],
+                },
+                plot::Panel {
+                    caption: "Accuracy",
+                    y_label: "accuracy",
+                    series: vec![
+                        plot::Series { name: "train (with dropout)", values: &curves.train_acc },
+                        plot::Series { name: "validation", values: &curves.val_acc },
+                    ],
+                },
+            ];
+            let title = format!("GAT on Cora, seed 0: test accuracy {:.1} % (best validation loss)", acc * 100.0);
+            match plot::curves(&args.png, &title, &panels, (1000, 420)) {
+                Ok(()) => println!("curves of seed 0: {}", args.png.display()),
+                Err(e) => eprintln!("could not write {}: {e}", args.png.display()),
+            }
+        }
+    }
     let mean = accs.iter().sum::<f64>() / accs.len() as f64;
     let std = (accs.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / accs.len() as f64).sqrt();
-    println!("test accuracy: mean {mean:.2} % +- {std:.2} over {seeds} seeds");
+    println!("test accuracy: mean {mean:.2} % +- {std:.2} over {} seeds", args.seeds);
 }

@@ -1,40 +1,70 @@
 //! A 2-layer GCN on Cora with the Planetoid split and Kipf & Welling's settings: 16 hidden
-//! units, dropout 0.5 (on the sparse bag-of-words features: on their stored values), weight
-//! decay 5e-4 on the first layer, Adam with lr 0.01, 200 epochs, early stopping on the
-//! validation loss (window 10). Features stay sparse (CSR, row-normalised); the adjacency is
-//! `D^-1/2 (A + I) D^-1/2` in CSR; both products are sparsegrad's differentiable `mm`.
+//! units, dropout 0.5 (on the sparse bag-of-words features: on their stored values; and on the
+//! hidden layer), weight decay 5e-4 on the first layer, Adam with lr 0.01, 200 epochs, early
+//! stopping on the validation loss (window 10). Features stay sparse (CSR, row-normalised); the
+//! adjacency is `D^-1/2 (A + I) D^-1/2` in CSR; both products are sparsegrad's differentiable
+//! `mm`. Dropout masks come from burn's generator, seeded per run with `device.seed`; the model
+//! is evaluated under `valid()` (no dropout, no autodiff graph).
 //!
-//! `cargo run --release --example gcn_cora [-- --seeds N] [--epochs E] [--png PATH]`
+//! `cargo run --release --example gcn_cora [-- --seeds N] [--epochs E] [--png PATH]` (`--help`)
 //! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
 //! accuracy curves of the first seed as a PNG (default `gcn_cora_curves.png`).
 
 #[path = "plot/mod.rs"]
 mod plot;
+#[path = "progress/mod.rs"]
+mod progress;
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::{Dropout, DropoutConfig};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{activation::relu, DType, Device, Int, Tensor, TensorData};
-use sparsegrad::nn::{dense_dropout, gcn_norm, sparse_dropout, GcnConv, GcnConvConfig, MaskRng, Planetoid};
+use clap::Parser;
+use sparsegrad::nn::{gcn_norm, GcnConv, GcnConvConfig, Planetoid, SparseDropout, SparseDropoutConfig};
 use sparsegrad::prelude::*;
-use std::io::Write;
+use std::path::PathBuf;
 use std::time::Instant;
+
+/// A 2-layer GCN on Cora (Kipf & Welling's settings), trained once per seed.
+#[derive(Parser, Debug)]
+#[command(long_about = None)]
+struct Args {
+    /// Training runs, with seeds 0 to N - 1.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    seeds: u64,
+    /// Most epochs of a run (early stopping on the validation loss may end it sooner).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+    /// Where to write the loss and accuracy curves of seed 0 (PNG).
+    #[arg(long, default_value = "gcn_cora_curves.png")]
+    png: PathBuf,
+}
 
 #[derive(Module, Debug)]
 struct Gcn {
     l0: GcnConv,
     l1: GcnConv,
+    /// On the features' stored values.
+    input_dropout: SparseDropout,
+    /// On the hidden layer.
+    dropout: Dropout,
 }
 
 impl Gcn {
-    fn forward(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>, train: Option<&mut MaskRng>) -> Tensor<2> {
-        match train {
-            Some(rng) => {
-                let h = relu(self.l0.forward_sparse(adj, &sparse_dropout(x, 0.5, rng)));
-                self.l1.forward(adj, dense_dropout(h, 0.5, rng))
-            }
-            None => self.l1.forward(adj, relu(self.l0.forward_sparse(adj, x))),
+    fn new(g: &Planetoid, device: &Device) -> Self {
+        Gcn {
+            l0: GcnConvConfig::new(g.num_features, 16).init(device),
+            l1: GcnConvConfig::new(16, g.num_classes).init(device),
+            input_dropout: SparseDropoutConfig::new(0.5).init(),
+            dropout: DropoutConfig::new(0.5).init(),
         }
+    }
+
+    /// Logits `[nodes, classes]`; dropout acts on an autodiff device only (not under `valid()`).
+    fn forward(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+        let h = relu(self.l0.forward_sparse(adj, &self.input_dropout.forward(x)));
+        self.l1.forward(adj, self.dropout.forward(h))
     }
 }
 
@@ -73,52 +103,44 @@ struct Curves {
     val_acc: Vec<f64>,
 }
 
-fn run(
-    seed: u64,
-    epochs: usize,
-    g: &Planetoid,
-    adj: &SparseTensor<2>,
-    x: &SparseTensor<2>,
-    device: &Device,
-) -> (f64, Vec<f64>, Curves) {
+/// The graph on both devices: the autodiff one trains, the plain one evaluates `valid()` models.
+struct Graph<'a> {
+    g: &'a Planetoid,
+    adj: SparseTensor<2>,
+    x: SparseTensor<2>,
+    adj_eval: SparseTensor<2>,
+    x_eval: SparseTensor<2>,
+}
+
+fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) -> (f64, Vec<f64>, Curves) {
     device.seed(seed);
-    let mut model = Gcn {
-        l0: GcnConvConfig::new(g.num_features, 16).init(device),
-        l1: GcnConvConfig::new(16, g.num_classes).init(device),
-    };
+    let g = graph.g;
+    let mut model = Gcn::new(g, device);
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
-    let mut rng = MaskRng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1CE);
-    let (train, val, test) = (split(g, &g.train, device), split(g, &g.val, device), split(g, &g.test, device));
+    let train = split(g, &g.train, device);
+    let (val, test) = (split(g, &g.val, eval), split(g, &g.test, eval));
     let mut curves = Curves { train_loss: vec![], val_loss: vec![], train_acc: vec![], val_acc: vec![] };
     let mut step_ms = Vec::new();
-    // The progress bar redraws one line: only on a terminal, not in logs.
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     for epoch in 0..epochs {
         let t = Instant::now();
-        let logits = model.forward(adj, x, Some(&mut rng));
+        let logits = model.forward(&graph.adj, &graph.x);
         let (loss, train_acc) = evaluate(&logits, &train, device);
         let w0 = model.l0.weight.val();
         let loss = loss + (w0.clone() * w0).sum() * (5e-4 / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(0.01, model, grads);
         step_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        let logits = model.forward(adj, x, None);
-        let (val_loss, val_acc) = evaluate(&logits, &val, device);
+        let logits = model.valid().forward(&graph.adj_eval, &graph.x_eval);
+        let (val_loss, val_acc) = evaluate(&logits, &val, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
-        curves.train_loss.push(loss.into_scalar::<f32>() as f64);
+        let train_loss = loss.into_scalar::<f32>() as f64;
+        curves.train_loss.push(train_loss);
         curves.train_acc.push(train_acc);
         curves.val_acc.push(val_acc);
-        let bar = (epoch + 1) * 30 / epochs;
-        if tty {
-            eprint!(
-                "\rseed {seed:2} [{}{}] {:3}/{epochs} val loss {val_loss:.4} val acc {:5.1} %",
-                "#".repeat(bar),
-                ".".repeat(30 - bar),
-                epoch + 1,
-                val_acc * 100.0
-            );
-            let _ = std::io::stderr().flush();
-        }
+        progress.epoch(epoch + 1, || {
+            format!("train loss {train_loss:.4}, val loss {val_loss:.4}, val acc {:5.1} %", val_acc * 100.0)
+        });
         let window = &curves.val_loss[curves.val_loss.len().saturating_sub(10)..];
         let stop = epoch > 10 && val_loss > window.iter().sum::<f64>() / window.len() as f64;
         curves.val_loss.push(val_loss);
@@ -126,25 +148,14 @@ fn run(
             break;
         }
     }
-    let (_, test_acc) = evaluate(&model.forward(adj, x, None), &test, device);
-    eprintln!(
-        "{}seed {seed:2}: {} epochs, test accuracy {:.2} %",
-        if tty { "\n" } else { "" },
-        curves.val_loss.len(),
-        test_acc * 100.0
-    );
+    progress.finish();
+    let (_, test_acc) = evaluate(&model.valid().forward(&graph.adj_eval, &graph.x_eval), &test, eval);
+    println!("seed {seed:2}: {} epochs, test accuracy {:.2} %", curves.val_loss.len(), test_acc * 100.0);
     (test_acc, step_ms, curves)
 }
 
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let seeds: u64 = arg(&args, "--seeds", 10);
-    let epochs: usize = arg(&args, "--epochs", 200);
-    let png: String = arg(&args, "--png", "gcn_cora_curves.png".to_string());
+    let args = Args::parse();
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cora");
     let g = Planetoid::load(&data, "cora").expect("data/cora holds the Planetoid export of Cora");
     println!(
@@ -159,33 +170,43 @@ fn main() {
         g.test.len()
     );
     let device = Device::flex().autodiff();
-    let adj = gcn_norm(&g.edges, g.nodes, &device).expect("valid graph");
-    let x = g.features_csr(&device);
+    let eval = Device::flex();
+    let graph = Graph {
+        g: &g,
+        adj: gcn_norm(&g.edges, g.nodes, &device).expect("valid graph"),
+        x: g.features_csr(&device),
+        adj_eval: gcn_norm(&g.edges, g.nodes, &eval).expect("valid graph"),
+        x_eval: g.features_csr(&eval),
+    };
     let mut accs = Vec::new();
     let mut steps = Vec::new();
-    for seed in 0..seeds {
-        let (acc, ms, curves) = run(seed, epochs, &g, &adj, &x, &device);
+    for seed in 0..args.seeds {
+        let (acc, ms, curves) = run(seed, args.epochs, &graph, &device, &eval);
         accs.push(acc * 100.0);
         steps.extend(ms);
         if seed == 0 {
-            let mut canvas = plot::Canvas::new(900, 360);
-            canvas.panel(
-                (30, 20, 400, 310),
-                &[
-                    plot::Series { values: &curves.train_loss, rgb: [200, 40, 40] },
-                    plot::Series { values: &curves.val_loss, rgb: [40, 40, 200] },
-                ],
-            );
-            canvas.panel(
-                (470, 20, 400, 310),
-                &[
-                    plot::Series { values: &curves.train_acc, rgb: [200, 40, 40] },
-                    plot::Series { values: &curves.val_acc, rgb: [40, 40, 200] },
-                ],
-            );
-            match canvas.save_png(std::path::Path::new(&png)) {
-                Ok(()) => println!("curves of seed 0 (left: loss, right: accuracy; red train, blue validation): {png}"),
-                Err(e) => eprintln!("could not write {png}: {e}"),
+            let panels = [
+                plot::Panel {
+                    caption: "Loss",
+                    y_label: "cross-entropy",
+                    series: vec![
+                        plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
+                        plot::Series { name: "validation", values: &curves.val_loss },
+                    ],
+                },
+                plot::Panel {
+                    caption: "Accuracy",
+                    y_label: "accuracy",
+                    series: vec![
+                        plot::Series { name: "train (with dropout)", values: &curves.train_acc },
+                        plot::Series { name: "validation", values: &curves.val_acc },
+                    ],
+                },
+            ];
+            let title = format!("GCN on Cora, seed 0: test accuracy {:.1} %", acc * 100.0);
+            match plot::curves(&args.png, &title, &panels, (1000, 420)) {
+                Ok(()) => println!("curves of seed 0: {}", args.png.display()),
+                Err(e) => eprintln!("could not write {}: {e}", args.png.display()),
             }
         }
     }
@@ -193,5 +214,5 @@ fn main() {
     let mean = accs.iter().sum::<f64>() / accs.len() as f64;
     let std = (accs.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / accs.len() as f64).sqrt();
     println!("median training step (forward, backward, Adam): {:.2} ms", steps[steps.len() / 2]);
-    println!("test accuracy: mean {mean:.2} % +- {std:.2} over {seeds} seeds");
+    println!("test accuracy: mean {mean:.2} % +- {std:.2} over {} seeds", args.seeds);
 }

@@ -9,9 +9,10 @@
 //!   pattern trained from scratch).
 //!
 //! `cargo run --release --example sparse_mlp_mnist [-- --epochs N] [--variants dense,semi24,sparse90]
-//! [--hidden 300,100] [--batch 128] [--lr 0.003] [--seed 0]`
+//! [--hidden 300,100] [--batch 128] [--lr 0.003] [--seed 0] [--png PATH]` (`--help`)
 //! Ends with a table: test accuracy, parameter memory (bytes stored: values, indices, biases)
-//! and training time per epoch of each variant.
+//! and training time per epoch of each variant, and writes the training loss and test accuracy
+//! of every variant per epoch as a PNG (default `sparse_mlp_mnist_curves.png`).
 //!
 //! A variant is a [`Variant`] (its name and how it builds a hidden layer) and a [`Hidden`] arm
 //! (its forward pass and stored bytes).
@@ -20,24 +21,70 @@ use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams};
-use burn::tensor::{activation::relu, Device, Tensor};
+use burn::tensor::{activation::relu, Device, Distribution, Tensor};
+use clap::{Parser, ValueEnum};
 use sparsegrad::nn::{
-    MaskRng, Mnist, MnistSplit, SemiStructuredLinear, SemiStructuredLinearConfig, SparseLinear, SparseLinearConfig,
+    Mnist, MnistSplit, SemiStructuredLinear, SemiStructuredLinearConfig, SparseLinear, SparseLinearConfig,
 };
-use std::io::Write;
+use std::path::PathBuf;
 use std::time::Instant;
 
+#[path = "plot/mod.rs"]
+mod plot;
+#[path = "progress/mod.rs"]
+mod progress;
+
+/// The same MLP on MNIST with dense, 2:4 and 90 %-sparse hidden layers.
+#[derive(Parser, Debug)]
+#[command(long_about = None)]
+struct Args {
+    /// Epochs per variant.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+    /// Variants to train, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "dense,semi24,sparse90")]
+    variants: Vec<Variant>,
+    /// Hidden layer sizes, comma-separated (2:4 needs multiples of 4 for all but the last).
+    #[arg(long, value_delimiter = ',', default_value = "300,100", value_parser = clap::value_parser!(u64).range(1..))]
+    hidden: Vec<u64>,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..))]
+    batch: u64,
+    /// Peak learning rate of Adam (cosine decay to zero over the run).
+    #[arg(long, default_value_t = 3e-3, value_parser = positive, allow_negative_numbers = true)]
+    lr: f64,
+    /// Seed of the initialisation, the sparse patterns and the batch order.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Where to write the curves of every variant (PNG).
+    #[arg(long, default_value = "sparse_mlp_mnist_curves.png")]
+    png: PathBuf,
+}
+
+/// A finite number above zero.
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) => Err(format!("{v} is not a finite number above 0")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// How the hidden layers are built.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
 enum Variant {
+    /// `burn::nn::Linear`.
+    #[value(name = "dense")]
     Dense,
+    /// 2:4 semi-structured (`SemiStructuredLinear`).
+    #[value(name = "semi24")]
     Semi24,
+    /// 90 % unstructured sparsity (`SparseLinear`, density 0.1).
+    #[value(name = "sparse90")]
     Sparse90,
 }
 
 impl Variant {
-    const ALL: [Variant; 3] = [Variant::Dense, Variant::Semi24, Variant::Sparse90];
-
     fn name(self) -> &'static str {
         match self {
             Variant::Dense => "dense",
@@ -139,6 +186,10 @@ struct Outcome {
     accuracy: f64,
     memory: usize,
     epoch_seconds: f64,
+    /// Mean training loss of every epoch.
+    loss: Vec<f64>,
+    /// Test accuracy after every epoch.
+    test_accuracy: Vec<f64>,
 }
 
 fn train(variant: Variant, data: &Mnist, o: &Options) -> Outcome {
@@ -148,52 +199,42 @@ fn train(variant: Variant, data: &Mnist, o: &Options) -> Outcome {
     let mut model = Mlp::new(variant, &o.sizes, o.seed, &device);
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
-    let mut rng = MaskRng::new(o.seed ^ 0x5EED);
-    let mut order: Vec<usize> = (0..data.train.len()).collect();
-    let steps = order.len().div_ceil(o.batch);
-    // The progress bar redraws one line: only on a terminal, not in logs.
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut seconds = 0.0;
+    let n = data.train.len();
+    let steps = n.div_ceil(o.batch);
+    let (mut seconds, mut losses, mut accuracies) = (0.0, Vec::new(), Vec::new());
     for epoch in 0..o.epochs {
-        // Fisher-Yates shuffle from the seeded stream.
-        for i in (1..order.len()).rev() {
-            order.swap(i, (rng.next_unit() * (i + 1) as f64) as usize);
-        }
+        // A random order from burn's seeded generator: the ranks of uniform draws.
+        let order: Vec<usize> = Tensor::<1>::random([n], Distribution::Default, &plain)
+            .argsort(0)
+            .into_data()
+            .iter::<i64>()
+            .map(|i| i as usize)
+            .collect();
+        let progress =
+            progress::Progress::new(steps as u64, format!("{:8} epoch {:2}/{}", variant.name(), epoch + 1, o.epochs));
         let t = Instant::now();
-        let mut last_loss = 0.0;
+        let mut loss_sum = 0.0;
         for (step, batch) in order.chunks(o.batch).enumerate() {
             let (x, y) = data.train.batch(batch, &device);
             let loss = loss_fn.forward(model.forward(x), y);
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             // Cosine decay to zero over the run: the last epochs average out the noise of
             // the mini-batches instead of bouncing around the optimum.
-            let progress = (epoch * steps + step) as f64 / (o.epochs * steps) as f64;
-            let lr = o.lr * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
+            let progress_frac = (epoch * steps + step) as f64 / (o.epochs * steps) as f64;
+            let lr = o.lr * 0.5 * (1.0 + (std::f64::consts::PI * progress_frac).cos());
             model = optim.step(lr, model, grads);
-            if step + 1 == steps || (tty && step % 20 == 0) {
-                last_loss = loss.into_scalar::<f32>() as f64;
-            }
-            if tty && (step % 20 == 0 || step + 1 == steps) {
-                let bar = (step + 1) * 30 / steps;
-                eprint!(
-                    "\r{:8} epoch {:2}/{} [{}{}] loss {last_loss:.4}",
-                    variant.name(),
-                    epoch + 1,
-                    o.epochs,
-                    "#".repeat(bar),
-                    ".".repeat(30 - bar)
-                );
-                let _ = std::io::stderr().flush();
-            }
+            loss_sum += loss.into_scalar::<f32>() as f64;
+            progress.step(step as u64 + 1, || format!("mean loss {:.4}", loss_sum / (step + 1) as f64));
         }
+        progress.finish();
         let elapsed = t.elapsed().as_secs_f64();
         seconds += elapsed;
         let acc = accuracy(&model.valid(), &data.test, &plain);
-        if tty {
-            eprint!("\r{}\r", " ".repeat(72));
-        }
-        eprintln!(
-            "{:8} epoch {:2}/{}: {elapsed:6.1} s, last batch loss {last_loss:.4}, test accuracy {:.2} %",
+        let mean_loss = loss_sum / steps as f64;
+        losses.push(mean_loss);
+        accuracies.push(acc);
+        println!(
+            "{:8} epoch {:2}/{}: {elapsed:6.1} s, mean training loss {mean_loss:.4}, test accuracy {:.2} %",
             variant.name(),
             epoch + 1,
             o.epochs,
@@ -205,37 +246,16 @@ fn train(variant: Variant, data: &Mnist, o: &Options) -> Outcome {
         accuracy: accuracy(&model, &data.test, &plain),
         memory: model.memory_bytes(),
         epoch_seconds: seconds / o.epochs.max(1) as f64,
+        loss: losses,
+        test_accuracy: accuracies,
     }
 }
 
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let names: String = arg(&args, "--variants", Variant::ALL.map(Variant::name).join(","));
-    let variants: Vec<Variant> = names
-        .split(',')
-        .map(|n| {
-            Variant::ALL.into_iter().find(|v| v.name() == n).unwrap_or_else(|| {
-                eprintln!("unknown variant {n:?}; known: {}", Variant::ALL.map(Variant::name).join(", "));
-                std::process::exit(2)
-            })
-        })
-        .collect();
-    let hidden: String = arg(&args, "--hidden", "300,100".to_string());
+    let args = Args::parse();
     let mut sizes = vec![784];
-    sizes.extend(
-        hidden.split(',').map(|s| s.parse::<usize>().unwrap_or_else(|_| panic!("--hidden: {s:?} is not a size"))),
-    );
-    let o = Options {
-        epochs: arg(&args, "--epochs", 20),
-        batch: arg(&args, "--batch", 128),
-        lr: arg(&args, "--lr", 3e-3),
-        seed: arg(&args, "--seed", 0),
-        sizes,
-    };
+    sizes.extend(args.hidden.iter().map(|&h| h as usize));
+    let o = Options { epochs: args.epochs as usize, batch: args.batch as usize, lr: args.lr, seed: args.seed, sizes };
 
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
     let data = Mnist::load(&dir).unwrap_or_else(|e| panic!("data/mnist holds the MNIST IDX files: {e}"));
@@ -248,7 +268,28 @@ fn main() {
         o.batch,
         o.epochs
     );
-    let outcomes: Vec<(Variant, Outcome)> = variants.iter().map(|&v| (v, train(v, &data, &o))).collect();
+    let outcomes: Vec<(Variant, Outcome)> = args.variants.iter().map(|&v| (v, train(v, &data, &o))).collect();
+
+    let panels = [
+        plot::Panel {
+            caption: "Training loss (mean over the epoch)",
+            y_label: "cross-entropy",
+            series: outcomes.iter().map(|(v, r)| plot::Series { name: v.name(), values: &r.loss }).collect(),
+        },
+        plot::Panel {
+            caption: "Test accuracy",
+            y_label: "accuracy",
+            series: outcomes.iter().map(|(v, r)| plot::Series { name: v.name(), values: &r.test_accuracy }).collect(),
+        },
+    ];
+    let title = format!(
+        "MLP {}-10 on MNIST: dense and sparse hidden layers",
+        o.sizes.iter().map(usize::to_string).collect::<Vec<_>>().join("-")
+    );
+    match plot::curves(&args.png, &title, &panels, (1000, 420)) {
+        Ok(()) => println!("curves: {}", args.png.display()),
+        Err(e) => eprintln!("could not write {}: {e}", args.png.display()),
+    }
 
     let dense_memory = outcomes.iter().find(|(v, _)| *v == Variant::Dense).map(|(_, r)| r.memory);
     println!("\n| variant | test accuracy | parameter memory | training time / epoch |");

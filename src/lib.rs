@@ -82,11 +82,20 @@ pub mod sparse {
     }
 }
 
+#[cfg(feature = "candle")]
+mod candle_convert;
+
 /// Sparse matrices for candle (feature `candle`): COO and CSR tensors with host indices and
 /// candle values, `mm`, `addmm`, `sampled_addmm`, `softmax`, `log_softmax` as custom ops on the
-/// same kernels and backward rules as the burn side.
+/// same kernels and backward rules as the burn side; [`from_burn`](candle::from_burn) and
+/// [`to_burn`](candle::to_burn) move a matrix between the two frontends; `candle_core` and
+/// `candle_nn` are the versions these are built with.
 #[cfg(feature = "candle")]
-pub use sparsegrad_candle as candle;
+pub mod candle {
+    pub use crate::candle_convert::{from_burn, to_burn};
+    pub use candle_nn;
+    pub use sparsegrad_candle::*;
+}
 
 /// `use sparsegrad::prelude::*;` brings the type, its layouts, errors and `ToSparse`.
 pub mod prelude {

@@ -1,103 +1,119 @@
-//! A tiny line-plot renderer writing PNG files: curves on a white canvas with axes, each series
-//! in its own colour, scaled to the panel. Enough to look at training curves without a plotting
-//! dependency (the PNG's image data is a zlib stream from flate2).
+//! Training curves as a PNG with plotters (bitmap backend): one panel per quantity (loss,
+//! accuracy, ...) side by side, each with axes, ticks, axis labels, a caption and a legend, and
+//! a title over the figure. The text is drawn with DejaVu Sans, shipped next to this file
+//! (`DejaVuSans.ttf`, licence in `LICENSE-DejaVu.txt`) and registered with plotters' `ab_glyph`
+//! renderer, so no system font is needed.
 
 #![allow(dead_code)]
 
-use std::io::Write;
+use plotters::prelude::*;
+use std::error::Error;
+use std::path::Path;
+use std::sync::Once;
 
-/// One curve: its points (x is the index) and an RGB colour.
+/// The font every text of the figures uses, under the family name `sans-serif`.
+const FONT: &[u8] = include_bytes!("DejaVuSans.ttf");
+const FAMILY: &str = "sans-serif";
+
+/// Colours of the series, in order (train, validation, then more).
+pub const COLOURS: [RGBColor; 6] = [
+    RGBColor(200, 40, 40),
+    RGBColor(40, 70, 200),
+    RGBColor(30, 150, 60),
+    RGBColor(220, 140, 0),
+    RGBColor(130, 50, 170),
+    RGBColor(0, 150, 160),
+];
+
+/// One curve: its legend name and its values, one per epoch (x is the epoch, from 1).
 pub struct Series<'a> {
+    pub name: &'a str,
     pub values: &'a [f64],
-    pub rgb: [u8; 3],
 }
 
-/// A canvas of RGB pixels.
-pub struct Canvas {
-    w: usize,
-    h: usize,
-    px: Vec<u8>,
+/// One panel: its caption, the label of its y axis and its curves (coloured by position).
+pub struct Panel<'a> {
+    pub caption: &'a str,
+    pub y_label: &'a str,
+    pub series: Vec<Series<'a>>,
 }
 
-impl Canvas {
-    pub fn new(w: usize, h: usize) -> Self {
-        Self { w, h, px: vec![255; w * h * 3] }
-    }
+fn register_font() -> Result<(), Box<dyn Error>> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        result = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT)
+            .map_err(|_| "examples/plot/DejaVuSans.ttf is not a font the renderer can read".into());
+    });
+    result
+}
 
-    fn set(&mut self, x: i64, y: i64, rgb: [u8; 3]) {
-        if x >= 0 && y >= 0 && (x as usize) < self.w && (y as usize) < self.h {
-            let i = (y as usize * self.w + x as usize) * 3;
-            self.px[i..i + 3].copy_from_slice(&rgb);
-        }
+/// `[lo, hi]` of the finite values, widened by 5 % (and to a non-empty range).
+fn y_range(panel: &Panel) -> (f64, f64) {
+    let finite = panel.series.iter().flat_map(|s| s.values.iter().copied()).filter(|v| v.is_finite());
+    let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
+    if !lo.is_finite() {
+        return (0.0, 1.0);
     }
+    let pad = ((hi - lo) * 0.05).max(1e-3 * hi.abs().max(1.0));
+    (lo - pad, hi + pad)
+}
 
-    fn line(&mut self, (x0, y0): (i64, i64), (x1, y1): (i64, i64), rgb: [u8; 3]) {
-        let steps = (x1 - x0).abs().max((y1 - y0).abs()).max(1);
-        for s in 0..=steps {
-            let x = x0 + (x1 - x0) * s / steps;
-            let y = y0 + (y1 - y0) * s / steps;
-            for (dx, dy) in [(0, 0), (1, 0), (0, 1)] {
-                self.set(x + dx, y + dy, rgb);
-            }
-        }
-    }
-
-    /// Draws `series` into the panel `(x, y, w, h)` with a frame, y scaled to [min, max].
-    pub fn panel(&mut self, (px, py, pw, ph): (i64, i64, i64, i64), series: &[Series]) {
-        let grey = [160, 160, 160];
-        self.line((px, py), (px + pw, py), grey);
-        self.line((px, py + ph), (px + pw, py + ph), grey);
-        self.line((px, py), (px, py + ph), grey);
-        self.line((px + pw, py), (px + pw, py + ph), grey);
-        let all = series.iter().flat_map(|s| s.values.iter().copied()).filter(|v| v.is_finite());
-        let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
-        if !lo.is_finite() {
-            return;
-        }
-        let span = (hi - lo).max(1e-12);
-        for s in series {
-            let n = s.values.len().max(2) - 1;
-            let point =
-                |i: usize, v: f64| (px + (i as i64 * pw) / n as i64, py + ph - ((v - lo) / span * ph as f64) as i64);
-            for i in 1..s.values.len() {
-                self.line(point(i - 1, s.values[i - 1]), point(i, s.values[i]), s.rgb);
-            }
-        }
-    }
-
-    /// Writes the canvas as an 8-bit RGB PNG.
-    pub fn save_png(&self, path: &std::path::Path) -> std::io::Result<()> {
-        let mut raw = Vec::with_capacity((self.w * 3 + 1) * self.h);
-        for row in self.px.chunks(self.w * 3) {
-            raw.push(0); // filter: none
-            raw.extend_from_slice(row);
-        }
-        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-        z.write_all(&raw)?;
-        let idat = z.finish()?;
-        let mut ihdr = Vec::new();
-        ihdr.extend_from_slice(&(self.w as u32).to_be_bytes());
-        ihdr.extend_from_slice(&(self.h as u32).to_be_bytes());
-        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-        let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-        for (kind, data) in [(b"IHDR", &ihdr), (b"IDAT", &idat), (b"IEND", &Vec::new())] {
-            out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-            let mut chunk = kind.to_vec();
-            chunk.extend_from_slice(data);
-            out.extend_from_slice(&chunk);
-            out.extend_from_slice(&crc32(&chunk).to_be_bytes());
-        }
-        std::fs::write(path, out)
+/// The legend goes in the right-hand corner the curves end away from (the upper one for a
+/// falling loss, the lower one for a rising accuracy).
+fn legend_position(panel: &Panel, lo: f64, hi: f64) -> SeriesLabelPosition {
+    let ends: Vec<f64> =
+        panel.series.iter().filter_map(|s| s.values.last().copied()).filter(|v| v.is_finite()).collect();
+    let mean = ends.iter().sum::<f64>() / ends.len().max(1) as f64;
+    if mean > (lo + hi) / 2.0 {
+        SeriesLabelPosition::LowerRight
+    } else {
+        SeriesLabelPosition::UpperRight
     }
 }
 
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in data {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+/// Draws `panels` side by side under `title` into the PNG `path` (`width x height` pixels).
+pub fn curves(path: &Path, title: &str, panels: &[Panel], (width, height): (u32, u32)) -> Result<(), Box<dyn Error>> {
+    register_font()?;
+    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, (FAMILY, 22))?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (area, panel) in areas.iter().zip(panels) {
+        let epochs = panel.series.iter().map(|s| s.values.len()).max().unwrap_or(0).max(2);
+        let (lo, hi) = y_range(panel);
+        let mut chart = ChartBuilder::on(area)
+            .caption(panel.caption, (FAMILY, 18))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(62)
+            .build_cartesian_2d(1f64..epochs as f64, lo..hi)?;
+        chart
+            .configure_mesh()
+            .x_desc("epoch")
+            .x_labels(epochs.min(11))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_desc(panel.y_label)
+            .label_style((FAMILY, 13))
+            .axis_desc_style((FAMILY, 15))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()?;
+        for (i, s) in panel.series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let points = s.values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(e, &v)| (e as f64 + 1.0, v));
+            chart
+                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+                .label(s.name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(2)));
         }
+        chart
+            .configure_series_labels()
+            .position(legend_position(panel, lo, hi))
+            .label_font((FAMILY, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(160, 160, 160))
+            .draw()?;
     }
-    !crc
+    root.present()?;
+    Ok(())
 }

@@ -1,57 +1,68 @@
 //! Dropout on sparse tensors: each stored value is zeroed with probability `p` and the kept ones
 //! scaled by `1 / (1 - p)`, the pattern unchanged (the mask multiplies the values, so gradients
-//! flow to the kept ones). Masks come from a caller-seeded stream, so runs are reproducible.
+//! flow to the kept ones). The masks are drawn on the values' device by burn's generator
+//! (`Distribution::Bernoulli`), as burn's own `Dropout` draws them: `device.seed(..)` makes runs
+//! reproducible, and nothing is drawn on the host or uploaded per step.
+//!
+//! [`SparseDropout`] is the layer (burn's `Dropout` on the stored values: off under `valid()`,
+//! off on a device without autodiff, off when frozen); [`sparse_dropout`] the function, which
+//! always drops.
 
-use burn::tensor::{Tensor, TensorData};
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig};
+use burn::tensor::Distribution;
 use sparsegrad_backend::SparseTensor;
 
-/// A splitmix64 stream for dropout masks.
-#[derive(Debug, Clone)]
-pub struct MaskRng(u64);
-
-impl MaskRng {
-    /// A stream from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn next_unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A keep mask of `n` elements scaled by `1 / (1 - p)`.
-    pub fn keep_mask(&mut self, n: usize, p: f64) -> Vec<f32> {
-        let scale = (1.0 / (1.0 - p)) as f32;
-        (0..n).map(|_| if self.next_unit() >= p { scale } else { 0.0 }).collect()
-    }
-}
-
-/// Dropout on the stored values of `s` (identity when `p == 0`).
-pub fn sparse_dropout<const D: usize>(s: &SparseTensor<D>, p: f64, rng: &mut MaskRng) -> SparseTensor<D> {
-    assert!((0.0..1.0).contains(&p), "dropout probability {p} must be in [0, 1)");
+/// Dropout on the stored values of `s` (identity when `p == 0`), whatever the device: the
+/// caller decides when it trains. Keep masks come from burn's generator on the values' device.
+///
+/// # Panics
+///
+/// If `p` is not in `[0, 1)` (as burn's `DropoutConfig::init`).
+pub fn sparse_dropout<const D: usize>(s: &SparseTensor<D>, p: f64) -> SparseTensor<D> {
+    assert!(p.is_finite() && (0.0..1.0).contains(&p), "dropout probability {p} must be in [0, 1)");
     if p == 0.0 {
         return s.clone();
     }
     let values = s.values_flat();
-    let [n, w] = values.dims();
-    let mask =
-        Tensor::<2>::from_data(TensorData::new(rng.keep_mask(n * w, p), [n, w]), (&values.device(), values.dtype()));
-    s.with_values(values * mask)
+    let keep = values.random_like(Distribution::Bernoulli(1.0 - p));
+    s.with_values(values * keep * (1.0 / (1.0 - p)))
 }
 
-/// Dropout on a dense tensor with the same stream (inverted scaling).
-pub fn dense_dropout<const D: usize>(x: Tensor<D>, p: f64, rng: &mut MaskRng) -> Tensor<D> {
-    assert!((0.0..1.0).contains(&p), "dropout probability {p} must be in [0, 1)");
-    if p == 0.0 {
-        return x;
+/// Configuration of a [`SparseDropout`] layer.
+#[derive(Config, Debug)]
+pub struct SparseDropoutConfig {
+    /// The probability of zeroing a stored value during training.
+    pub prob: f64,
+}
+
+impl SparseDropoutConfig {
+    /// A new layer.
+    ///
+    /// # Panics
+    ///
+    /// If `prob` is not in `[0, 1)` (as burn's `DropoutConfig::init`).
+    pub fn init(&self) -> SparseDropout {
+        SparseDropout { dropout: DropoutConfig::new(self.prob).init() }
     }
-    let shape = x.shape();
-    let n = shape.num_elements();
-    let mask = Tensor::<D>::from_data(TensorData::new(rng.keep_mask(n, p), shape), (&x.device(), x.dtype()));
-    x * mask
+}
+
+/// Dropout on the stored values of a sparse tensor: burn's [`Dropout`] applied to them, so it
+/// drops only while training (an autodiff device, not frozen) and is the identity under
+/// `valid()`.
+#[derive(Module, Debug)]
+pub struct SparseDropout {
+    /// burn's layer, applied to the values.
+    pub dropout: Dropout,
+}
+
+impl SparseDropout {
+    /// `s` with its stored values dropped out (while training).
+    pub fn forward<const D: usize>(&self, s: &SparseTensor<D>) -> SparseTensor<D> {
+        if self.dropout.prob == 0.0 || !s.values_flat().device().is_autodiff() {
+            return s.clone();
+        }
+        s.with_values(self.dropout.forward(s.values_flat()))
+    }
 }

@@ -2,9 +2,11 @@
 //! adjacency pattern. Per head, the scores `e_ij = LeakyReLU(a_dstᵀ W h_i + a_srcᵀ W h_j)` are a
 //! rank-2 SDDMM on the pattern (`sampled_addmm` of `[dst, 1]` and `[1; srcᵀ]`), normalised over
 //! each node's neighbours by the sparse `softmax` (unspecified pairs are -inf), dropped out on
-//! their stored values, and the aggregation is the sparse `mm`. Nothing `n x n` is ever dense.
+//! their stored values while training (`GatConvConfig::dropout`, burn's `Dropout` on the
+//! values: off under `valid()` and on devices without autodiff), and the aggregation is the
+//! sparse `mm`. Nothing `n x n` is ever dense.
 
-use crate::dropout::{sparse_dropout, MaskRng};
+use crate::dropout::{SparseDropout, SparseDropoutConfig};
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::Initializer;
@@ -32,6 +34,9 @@ pub struct GatConvConfig {
     /// Whether to add a bias.
     #[config(default = true)]
     pub bias: bool,
+    /// Dropout probability on the attention coefficients while training (the paper's 0.6).
+    #[config(default = 0.0)]
+    pub dropout: f64,
 }
 
 /// A multi-head graph attention layer.
@@ -53,10 +58,16 @@ pub struct GatConv {
     pub concat: bool,
     /// Slope of the LeakyReLU on the scores.
     pub negative_slope: f64,
+    /// Dropout on the attention coefficients (stored values of the normalised scores).
+    pub attention_dropout: SparseDropout,
 }
 
 impl GatConvConfig {
     /// A new layer on `device`.
+    ///
+    /// # Panics
+    ///
+    /// If `dropout` is not in `[0, 1)` (as burn's `DropoutConfig::init`).
     pub fn init(&self, device: &burn::tensor::Device) -> GatConv {
         let width = self.heads * self.d_output;
         let glorot = Initializer::XavierUniform { gain: 1.0 };
@@ -69,19 +80,14 @@ impl GatConvConfig {
             d_output: self.d_output,
             concat: self.concat,
             negative_slope: self.negative_slope,
+            attention_dropout: SparseDropoutConfig::new(self.dropout).init(),
         }
     }
 }
 
 impl GatConv {
     /// The attention of head `h` on `adj`'s pattern given the projected features `wh [n, F]`.
-    fn attention(
-        &self,
-        adj: &SparseTensor<2>,
-        wh: &Tensor<2>,
-        h: usize,
-        dropout: Option<(f64, &mut MaskRng)>,
-    ) -> SparseTensor<2> {
+    fn attention(&self, adj: &SparseTensor<2>, wh: &Tensor<2>, h: usize) -> SparseTensor<2> {
         let n = wh.dims()[0];
         let a_src = self.att_src.val().slice([h..h + 1, 0..self.d_output]).reshape([self.d_output, 1]);
         let a_dst = self.att_dst.val().slice([h..h + 1, 0..self.d_output]).reshape([self.d_output, 1]);
@@ -92,48 +98,27 @@ impl GatConv {
         let right = Tensor::cat(vec![ones, src], 1).transpose();
         let scores = sampled_addmm(adj, left, right, 0.0, 1.0);
         let scores = scores.with_values(leaky_relu(scores.values_flat(), self.negative_slope));
-        let att = softmax(&scores, 1);
-        match dropout {
-            Some((p, rng)) if p > 0.0 => sparse_dropout(&att, p, rng),
-            _ => att,
-        }
+        self.attention_dropout.forward(&softmax(&scores, 1))
     }
 
     /// The layer on dense features `x [n, d_input]` over `adj`'s pattern (its values are not
-    /// used; include self loops in it). `attention_dropout`: probability and mask stream, for
-    /// training.
-    pub fn forward(
-        &self,
-        adj: &SparseTensor<2>,
-        x: Tensor<2>,
-        attention_dropout: Option<(f64, &mut MaskRng)>,
-    ) -> Tensor<2> {
-        self.aggregate(adj, x.matmul(self.weight.val()), attention_dropout)
+    /// used; include self loops in it).
+    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+        self.aggregate(adj, x.matmul(self.weight.val()))
     }
 
     /// [`GatConv::forward`] for sparse features.
-    pub fn forward_sparse(
-        &self,
-        adj: &SparseTensor<2>,
-        x: &SparseTensor<2>,
-        attention_dropout: Option<(f64, &mut MaskRng)>,
-    ) -> Tensor<2> {
-        self.aggregate(adj, mm(x, self.weight.val()), attention_dropout)
+    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+        self.aggregate(adj, mm(x, self.weight.val()))
     }
 
-    fn aggregate(
-        &self,
-        adj: &SparseTensor<2>,
-        wh_all: Tensor<2>,
-        mut attention_dropout: Option<(f64, &mut MaskRng)>,
-    ) -> Tensor<2> {
+    fn aggregate(&self, adj: &SparseTensor<2>, wh_all: Tensor<2>) -> Tensor<2> {
         let n = wh_all.dims()[0];
         let f = self.d_output;
         let outs: Vec<Tensor<2>> = (0..self.heads)
             .map(|h| {
                 let wh = wh_all.clone().slice([0..n, h * f..(h + 1) * f]);
-                let drop = attention_dropout.as_mut().map(|(p, rng)| (*p, &mut **rng));
-                mm(&self.attention(adj, &wh, h, drop), wh)
+                mm(&self.attention(adj, &wh, h), wh)
             })
             .collect();
         let out =

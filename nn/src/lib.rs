@@ -9,7 +9,8 @@
 //! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
 //!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
-//! - `dropout`: dropout on the stored values of sparse tensors (and a seeded dense twin).
+//! - `dropout`: dropout on the stored values of sparse tensors ([`SparseDropout`], burn's
+//!   `Dropout` on the values; [`sparse_dropout`]), masks from burn's device generator.
 //! - `mtx`: the Matrix Market reader ([`read_mtx`], [`MatrixMarket`]: streaming, bounds-checked,
 //!   honouring the banner's field and symmetry).
 //! - `io`: Matrix Market files to and from `SparseTensor` (any layout) and dense tensors.
@@ -36,7 +37,7 @@ pub mod prune;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
 
-pub use dropout::{dense_dropout, sparse_dropout, MaskRng};
+pub use dropout::{sparse_dropout, SparseDropout, SparseDropoutConfig};
 pub use error::DataError;
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};

@@ -114,8 +114,7 @@ fn index_param(t: Tensor<1, Int>) -> Param<Tensor<1, Int>> {
     Param::initialized(ParamId::new(), t)
 }
 
-/// A splitmix64 stream (the generator of [`crate::MaskRng`], with whole 64-bit outputs: a
-/// position among more than 2^53 needs them).
+/// A splitmix64 stream (whole 64-bit outputs: a position among more than 2^53 needs them).
 struct Stream(u64);
 
 impl Stream {

@@ -6,6 +6,7 @@
 #[path = "../common_ops/mod.rs"]
 mod common_ops;
 
+mod dropout;
 mod gat;
 mod gcn;
 mod mnist;

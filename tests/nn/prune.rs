@@ -4,7 +4,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use sparsegrad::nn::{
-    density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m, MaskRng,
+    density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m,
 };
 use sparsegrad::prelude::*;
 
@@ -18,10 +18,10 @@ fn vals(t: Tensor<2>) -> Vec<f32> {
 
 /// Non-zero pseudo-random weights in (-1, 1), several exact ties among them.
 fn weights(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
-    let mut rng = MaskRng::new(seed);
+    let mut rng = crate::common_ops::Rng(seed);
     (0..rows * cols)
         .map(|_| {
-            let u = rng.next_unit();
+            let u = rng.unit();
             // Quantised to 1/64 so equal magnitudes (and ties of opposite sign) occur.
             let q = ((u * 128.0).floor() - 64.0) / 64.0;
             if q == 0.0 {
