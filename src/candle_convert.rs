@@ -30,9 +30,9 @@ fn indices_to_candle<const D: usize>(t: Tensor<D, Int>, device: &CandleDevice) -
     const OP: &str = "sparsegrad::candle::from_burn";
     let dims = t.dims().to_vec();
     let data = t.into_data();
-    match data.dtype {
-        DType::I64 => CandleTensor::from_vec(data.to_vec::<i64>().map_err(data_err)?, dims, device),
-        DType::I32 => CandleTensor::from_vec(data.to_vec::<i32>().map_err(data_err)?, dims, device),
+    match data.dtype() {
+        DType::I64 => CandleTensor::from_vec(data.try_to_vec::<i64>().map_err(data_err)?, dims, device),
+        DType::I32 => CandleTensor::from_vec(data.try_to_vec::<i32>().map_err(data_err)?, dims, device),
         other => return Err(SparseError::UnsupportedDtype { component: "indices", dtype: format!("{other:?}") }),
     }
     .map_err(candle_err(OP))
@@ -49,9 +49,9 @@ fn values_to_candle(values: Tensor<2>, device: &CandleDevice) -> Result<CandleTe
         });
     }
     let data = values.into_data();
-    match data.dtype {
-        DType::F32 => CandleTensor::from_vec(data.to_vec::<f32>().map_err(data_err)?, nnz, device),
-        DType::F64 => CandleTensor::from_vec(data.to_vec::<f64>().map_err(data_err)?, nnz, device),
+    match data.dtype() {
+        DType::F32 => CandleTensor::from_vec(data.try_to_vec::<f32>().map_err(data_err)?, nnz, device),
+        DType::F64 => CandleTensor::from_vec(data.try_to_vec::<f64>().map_err(data_err)?, nnz, device),
         other => return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{other:?}") }),
     }
     .map_err(candle_err(OP))

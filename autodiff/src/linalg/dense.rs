@@ -121,7 +121,8 @@ fn cholesky_qr_pass(x: MatRef<'_, f64>) -> Option<(Rows, Mat<f64>)> {
     let l = llt.L();
     let diag: Vec<f64> = (0..q).map(|i| l[(i, i)]).collect();
     let (lo, hi) = diag.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &d| (lo.min(d), hi.max(d)));
-    if !(lo > 1e-6 * hi) {
+    // NaN compares as neither: a NaN diagonal is ill-conditioned too.
+    if lo.partial_cmp(&(1e-6 * hi)) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
     let mut l_inv = Mat::<f64>::identity(q, q);

@@ -270,7 +270,8 @@ fn iterate(p: &Problem<'_>, x: Mat<f64>, k: usize, niter: usize, largest: bool) 
         while locked < n {
             let j = locked;
             let err = r.col(j).norm_l2() / (x.col(j).norm_l2() * (a_norm + e[j].abs() * b_norm));
-            if !(err < p.tol) {
+            // A NaN residual is not converged.
+            if err.partial_cmp(&p.tol) != Some(std::cmp::Ordering::Less) {
                 break;
             }
             locked += 1;

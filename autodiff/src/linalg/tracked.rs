@@ -48,7 +48,7 @@ pub(crate) fn svd(x: Tensor<2>, operation: &'static str) -> Result<(Tensor<2>, T
         return Ok((u, s_t, v));
     }
     let square = |f: &dyn Fn(usize, usize) -> f64| {
-        let m = Mat::<f64>::from_fn(r, r, |i, j| f(i, j));
+        let m = Mat::<f64>::from_fn(r, r, f);
         to_tensor(m.as_ref(), &device, dtype)
     };
     let f = square(&|i, j| if i == j { 0.0 } else { 1.0 / (s[j] * s[j] - s[i] * s[i]) });
