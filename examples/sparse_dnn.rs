@@ -10,14 +10,29 @@
 //! `add_scalar_to_stored`, `filter`, `clamp_stored`; `Y` stays CSR) and the dense-Y path
 //! (`mm_dense_sparse`, then dense ops). Both must find the same categories.
 //!
-//! Usage: `cargo run --release --example sparse_dnn [-- BATCH [LAYERS]]` (defaults 256, 120).
+//! Usage: `cargo run --release --example sparse_dnn [-- --batch 256 --layers 120]` (`--help`).
 
+#[path = "progress/mod.rs"]
+mod progress;
 #[path = "workloads/mod.rs"]
 mod workloads;
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use clap::Parser;
 use sparsegrad::prelude::*;
 use std::time::Instant;
+
+/// GraphChallenge-style sparse DNN inference, sparse-Y and dense-Y, on a seeded synthetic network.
+#[derive(Parser, Debug)]
+#[command(long_about = None)]
+struct Args {
+    /// Rows of the input batch.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    batch: u64,
+    /// Layers of the network.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    layers: u64,
+}
 
 const NEURONS: usize = 1024;
 const FANOUT: usize = 32;
@@ -75,30 +90,35 @@ fn inputs(batch: usize, device: &Device) -> SparseTensor<2> {
 
 /// The sparse-Y path: `Y` stays CSR.
 fn sparse_path(y0: &SparseTensor<2>, layers: &[SparseTensor<2>]) -> Result<SparseTensor<2>, SparseError> {
+    let bar = progress::Progress::new(layers.len() as u64, "sparse-Y layers");
     let mut y = y0.clone();
-    for w in layers {
+    for (l, w) in layers.iter().enumerate() {
+        bar.step(l as u64 + 1, String::new);
         let z = sparse::spgemm(&y, w)?.add_scalar_to_stored(BIAS);
         // relu drops the entries it zeroes; the clip keeps the pattern.
         y = z.filter(|v| v > 0.0)?.clamp_stored(0.0, CLIP);
     }
+    bar.finish();
     Ok(y)
 }
 
 /// The dense-Y path: `Y` dense, the bias added where `Y W` is non-zero.
 fn dense_path(y0: Tensor<2>, layers: &[SparseTensor<2>]) -> Tensor<2> {
+    let bar = progress::Progress::new(layers.len() as u64, "dense-Y layers ");
     let mut y = y0;
-    for w in layers {
+    for (l, w) in layers.iter().enumerate() {
+        bar.step(l as u64 + 1, String::new);
         let z = sparse::mm_dense_sparse(y, w);
         let stored = z.clone().not_equal_elem(0.0).float();
         y = (z + stored * BIAS).clamp(0.0, CLIP);
     }
+    bar.finish();
     y
 }
 
 fn main() -> Result<(), SparseError> {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let batch = args.first().copied().unwrap_or(256);
-    let nl = args.get(1).copied().unwrap_or(120);
+    let args = Args::parse();
+    let (batch, nl) = (args.batch as usize, args.layers as usize);
     let device = Device::flex();
     let layers: Vec<SparseTensor<2>> = (0..nl).map(|l| layer(l, &device)).collect();
     let y0 = inputs(batch, &device);

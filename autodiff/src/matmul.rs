@@ -162,8 +162,27 @@ impl MatmulRhs for &SparseTensor<2> {
 }
 
 /// torch's `sparse.mm(mat1, mat2)`: sparse @ dense gives a dense `Tensor<2>`, sparse @ sparse a
-/// coalesced sparse COO tensor ([`spgemm`]'s CSR product, converted; call [`spgemm`] to keep CSR). Differentiable w.r.t. the sparse values (on the operand's
-/// pattern) and the dense operand. Panics on mismatched shapes (see [`try_mm`]).
+/// coalesced sparse COO tensor ([`spgemm`]'s CSR product, converted; call [`spgemm`] to keep
+/// CSR). Differentiable w.r.t. the sparse values (on the operand's pattern) and the dense
+/// operand. Panics on mismatched shapes (see [`try_mm`]).
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_autodiff::matmul::mm;
+/// use sparsegrad_backend::SparseTensor;
+///
+/// let device = Device::flex();
+/// // [[0, 2], [3, 0]] @ [[1, 2], [3, 4]] = [[6, 8], [3, 6]]
+/// let a = SparseTensor::csr_from_vecs(vec![0, 1, 2], vec![1, 0], vec![2.0f32, 3.0], [2, 2], &device)?;
+/// let x = Tensor::<2>::from_data([[1.0f32, 2.0], [3.0, 4.0]], &device);
+/// assert_eq!(mm(&a, x.clone()).into_data().try_to_vec::<f32>().unwrap(), [6.0, 8.0, 3.0, 6.0]);
+/// // The same as the dense product.
+/// assert_eq!(mm(&a, x.clone()).into_data(), a.to_dense().matmul(x).into_data());
+/// // Sparse @ sparse: [[0, 2], [3, 0]]^2 = [[6, 0], [0, 6]], a coalesced COO tensor.
+/// let a2 = mm(&a, &a);
+/// assert_eq!(a2.to_dense().into_data().try_to_vec::<f32>().unwrap(), [6.0, 0.0, 0.0, 6.0]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 pub fn mm<R: MatmulRhs>(a: &SparseTensor<2>, b: R) -> R::Output {
     try_mm(a, b).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -193,6 +212,21 @@ pub fn try_mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Result<Tensor<2
 /// torch's `sparse.addmm(input, mat1, mat2, beta, alpha)`: `beta * input + alpha * (mat1 @ mat2)`;
 /// `input` broadcasts to the product's shape. As torch, with `beta = 0` the input is ignored
 /// (its NaN and infinities are not propagated). Panics on mismatched shapes (see [`try_addmm`]).
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_autodiff::matmul::addmm;
+/// use sparsegrad_backend::SparseTensor;
+///
+/// let device = Device::flex();
+/// let a = SparseTensor::csr_from_vecs(vec![0, 1, 2], vec![1, 0], vec![2.0f32, 3.0], [2, 2], &device)?;
+/// let x = Tensor::<2>::from_data([[1.0f32, 2.0], [3.0, 4.0]], &device);
+/// let bias = Tensor::<2>::from_data([[1.0f32, -1.0]], &device); // broadcast over the rows
+/// // 0.5 * bias + 2 * (a @ x) = [[12.5, 15.5], [6.5, 11.5]]
+/// let y = addmm(bias, &a, x, 0.5, 2.0);
+/// assert_eq!(y.into_data().try_to_vec::<f32>().unwrap(), [12.5, 15.5, 6.5, 11.5]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 pub fn addmm(input: Tensor<2>, mat1: &SparseTensor<2>, mat2: Tensor<2>, beta: f64, alpha: f64) -> Tensor<2> {
     try_addmm(input, mat1, mat2, beta, alpha).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -295,6 +329,22 @@ fn block_diagonal<const D: usize>(s: &SparseTensor<D>, operation: &'static str) 
 /// (mat1 @ mat2)` evaluated only on `input`'s pattern (SDDMM), a CSR result. `D = 2`, or `D = 3`
 /// for a batch (`input [B, m, n]` batched CSR, `mat1 [B, m, k]`, `mat2 [B, k, n]`). Other
 /// layouts of `input` are converted to CSR.
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_autodiff::matmul::sampled_addmm;
+/// use sparsegrad_backend::SparseTensor;
+///
+/// let device = Device::flex();
+/// // The pattern {(0, 1), (1, 0)} with values 10 and 20.
+/// let input = SparseTensor::csr_from_vecs(vec![0, 1, 2], vec![1, 0], vec![10.0f32, 20.0], [2, 2], &device)?;
+/// let m1 = Tensor::<2>::from_data([[1.0f32, 2.0], [3.0, 4.0]], &device);
+/// let m2 = Tensor::<2>::from_data([[5.0f32, 6.0], [7.0, 8.0]], &device);
+/// // m1 @ m2 = [[19, 22], [43, 50]]; on the pattern: 0.1 * 10 + 22 and 0.1 * 20 + 43.
+/// let out = sampled_addmm(&input, m1, m2, 0.1, 1.0);
+/// assert_eq!(out.to_dense().into_data().try_to_vec::<f32>().unwrap(), [0.0, 23.0, 45.0, 0.0]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 pub fn sampled_addmm<const D: usize>(
     input: &SparseTensor<D>,
     mat1: Tensor<D>,
