@@ -2,8 +2,9 @@
 //! power iterations and the SVD of the projected matrix (Halko, Martinsson & Tropp, algorithm
 //! 5.1, in the form torch implements it).
 //!
-//! The sparse operand is touched only through [`try_mm`] and [`try_mm_dense_sparse`] (`A X` and
-//! `Aᵀ X`), so it is never densified; a mean `M` (`svd_lowrank`'s `m`, `pca_lowrank`'s column
+//! The sparse operand is touched only through [`try_mm`] (`A X`, and `Aᵀ X` on the transposed
+//! view, which shares A's arrays) and [`try_mm_dense_sparse`] (pca's column means), so it is
+//! never densified; a mean `M` (`svd_lowrank`'s `m`, `pca_lowrank`'s column
 //! means) enters each product as a dense correction `M X` computed from `M`'s own shape, a rank-one
 //! product when `M` is a row or a column. The thin QR factorisations and the final small SVD run
 //! on the host with faer ([`super::dense`]).
@@ -41,6 +42,9 @@ fn mean_mm(mean: &Tensor<2>, x: Tensor<2>, rows: usize) -> Tensor<2> {
 struct Operand {
     /// The sparse matrix in a compressed layout (converted once, not at every product).
     a: SparseTensor<2>,
+    /// Its transpose: the same index arrays under the dual layout (and the same cached
+    /// transposed pattern), so `Aᵀ x` is one sparse product, without dense transposes.
+    at: SparseTensor<2>,
     /// The operator is `Aᵀ - Mᵀ`.
     transposed: bool,
     /// The mean, already transposed when the operator is.
@@ -58,16 +62,13 @@ impl Operand {
         let [m, n] = a.shape();
         let shape = if transposed { [n, m] } else { [m, n] };
         let mean = mean.map(|t| if transposed { t.transpose() } else { t });
-        Ok(Self { a, transposed, mean, shape })
+        let at = a.t();
+        Ok(Self { a, at, transposed, mean, shape })
     }
 
     /// `A x` (or `Aᵀ x` on the stored matrix).
     fn sparse(&self, x: Tensor<2>, transpose: bool) -> Result<Tensor<2>> {
-        if transpose {
-            Ok(try_mm_dense_sparse(x.transpose(), &self.a)?.transpose())
-        } else {
-            try_mm(&self.a, x)
-        }
+        try_mm(if transpose { &self.at } else { &self.a }, x)
     }
 
     /// `(A - M) x`, `x [cols, k]`.
