@@ -5,6 +5,7 @@
 //! `cargo run --release --example quickstart`
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use clap::Parser;
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 
@@ -12,7 +13,14 @@ fn ints<const D: usize>(v: Vec<i64>, shape: [usize; D], device: &Device) -> Tens
     Tensor::from_data(TensorData::new(v, shape), (device, DType::I64))
 }
 
+/// The torch.sparse tour of the reference texts, in sparsegrad (a few seconds; no options).
+#[derive(Parser, Debug)]
+#[command(long_about = None)]
+struct Args {}
+
 fn main() -> Result<(), SparseError> {
+    // `--help`, and an error for any flag: the tour takes none.
+    Args::parse();
     let device = Device::flex();
 
     println!("# COO: entries 3 at (0, 2), 4 at (1, 0), 5 at (1, 2)");
