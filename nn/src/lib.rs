@@ -6,6 +6,9 @@
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
 //!   values).
+//! - `sparse_training`: patterns that change while training: pattern surgery keeping the
+//!   optimizer state ([`SparseLinear::rewire`], [`rewire_optimizer`], [`load_rewired`]),
+//!   gradual magnitude pruning, SET and RigL.
 //! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
 //!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
@@ -36,6 +39,7 @@ pub mod planetoid;
 pub mod prune;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
+pub mod sparse_training;
 
 pub use dropout::{sparse_dropout, SparseDropout, SparseDropoutConfig};
 pub use error::DataError;
@@ -49,3 +53,6 @@ pub use planetoid::Planetoid;
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};
+pub use sparse_training::{
+    load_rewired, rewire_optimizer, GradualMagnitudePruning, Rewiring, RigL, RigLConfig, Set, SetConfig,
+};

@@ -14,3 +14,4 @@ mod prune;
 mod semi_structured_linear;
 mod sparse_linear;
 mod sparse_param;
+mod sparse_training;
