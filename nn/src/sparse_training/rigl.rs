@@ -95,6 +95,21 @@ impl RigL {
     }
 }
 
+/// One tile of the dense gradient on the host: borrowed f32, or any other float dtype widened.
+enum Tile<'a> {
+    F32(&'a [f32]),
+    F64(Vec<f64>),
+}
+
+impl Tile<'_> {
+    fn get(&self, i: usize) -> f64 {
+        match self {
+            Tile::F32(v) => f64::from(v[i]),
+            Tile::F64(v) => v[i],
+        }
+    }
+}
+
 /// `(score, position)` ordered best first: larger `|gradient|` (NaN above everything), then the
 /// earlier position.
 fn better(a: &(f64, usize), b: &(f64, usize)) -> Ordering {
@@ -146,13 +161,19 @@ pub fn top_gradient_positions(
     while r0 < d_output && k > 0 {
         let r1 = (r0 + tile_rows).min(d_output);
         let tile = output_grad.clone().slice([0..batch, r0..r1]).transpose().matmul(input.clone());
-        let tile: Vec<f64> = tile.into_data().iter::<f64>().collect();
+        // f32 gradients are scanned in place (no widened copy of the tile).
+        let data = tile.into_data();
+        let tile: Tile = match data.as_slice::<f32>() {
+            Ok(values) => Tile::F32(values),
+            Err(_) => Tile::F64(data.iter::<f64>().collect()),
+        };
         for r in r0..r1 {
             for e in crow[r]..crow[r + 1] {
                 stored[col[e]] = !dropped[e];
             }
-            let row = &tile[(r - r0) * d_input..(r - r0 + 1) * d_input];
-            for (c, &g) in row.iter().enumerate() {
+            let row = (r - r0) * d_input..(r - r0 + 1) * d_input;
+            for c in 0..d_input {
+                let g = tile.get(row.start + c);
                 let candidate = (g.abs(), r * d_input + c);
                 if stored[c] || floor.is_some_and(|f| better(&candidate, &f) != Ordering::Less) {
                     continue;
