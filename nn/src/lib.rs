@@ -6,6 +6,12 @@
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
 //!   values).
+//! - `srste`: [`SrsteLinear`] (2:4 sparse training from scratch with SR-STE: dense master
+//!   weights pruned 2:4 at every step, straight-through gradient plus the sparse-refined decay;
+//!   [`SrsteLinear::to_semi_structured`] gives the deployable layer).
+//! - `wanda`: Wanda one-shot pruning by `|W| · ||X_j||₂` per output row, from calibration
+//!   activations ([`WandaCalibration`]): masks ([`wanda_mask`], [`wanda_mask_n_m`]) and layers
+//!   ([`SparseLinear::from_linear_wanda`], [`wanda_semi_structured`]).
 //! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
 //!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
@@ -36,6 +42,8 @@ pub mod planetoid;
 pub mod prune;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
+pub mod srste;
+pub mod wanda;
 
 pub use dropout::{sparse_dropout, SparseDropout, SparseDropoutConfig};
 pub use error::DataError;
@@ -49,3 +57,5 @@ pub use planetoid::Planetoid;
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};
+pub use srste::{SrsteLinear, SrsteLinearConfig};
+pub use wanda::{wanda_mask, wanda_mask_n_m, wanda_semi_structured, WandaCalibration};

@@ -14,3 +14,5 @@ mod prune;
 mod semi_structured_linear;
 mod sparse_linear;
 mod sparse_param;
+mod srste;
+mod wanda;
