@@ -56,7 +56,7 @@ pub struct SrsteLinearConfig {
 /// pruned 2:4 at every step (see the module docs).
 ///
 /// ```
-/// use burn::tensor::{Device, Tensor};
+/// use burn::tensor::{Device, Tensor, Tolerance};
 /// use sparsegrad_nn::{prune_2_4, SrsteLinearConfig};
 ///
 /// let device = Device::flex();
@@ -66,10 +66,10 @@ pub struct SrsteLinearConfig {
 /// // The dense layer of the pruned master weight.
 /// let w = prune_2_4(layer.weight.val()).unwrap(); // [4, 8]
 /// let dense = x.clone().matmul(w.transpose()) + layer.bias.as_ref().unwrap().val().unsqueeze();
-/// y.into_data().assert_approx_eq::<f32>(&dense.into_data(), burn::tensor::Tolerance::default());
+/// y.clone().into_data().assert_approx_eq::<f32>(&dense.into_data(), Tolerance::default());
 /// // The deployable 2:4 layer computes the same.
 /// let deployed = layer.to_semi_structured().unwrap();
-/// deployed.forward(x).into_data().assert_approx_eq::<f32>(&layer.forward(Tensor::ones([3, 8], &device)).into_data(), burn::tensor::Tolerance::default());
+/// deployed.forward(x).into_data().assert_approx_eq::<f32>(&y.into_data(), Tolerance::default());
 /// ```
 #[derive(Module, Debug)]
 pub struct SrsteLinear {

@@ -124,6 +124,11 @@ fn gradient_is_straight_through_plus_sparse_refined_decay() {
     assert_close(&floats(gb), &floats(g_out.clone().sum_dim(0).reshape([ROWS])), 1e-12, "bias gradient");
     assert_close(&floats(gx), &floats(g_out.matmul(pruned)), 1e-12, "input gradient");
 
+    // An empty batch: no loss gradient, the decay alone.
+    let loss = l.forward(Tensor::<2>::zeros([0, COLS], (&ad, DType::F64))).sum();
+    let gw0 = l.weight.val().grad(&loss.backward()).unwrap();
+    assert_close(&floats(gw0), &floats(decay_term.clone()), 1e-12, "empty batch");
+
     // The pruned positions get g (straight through) plus the decay: both parts are there.
     let (gw, g, d, kept) =
         (floats(gw), floats(g), floats(decay_term), keep.into_data().iter::<bool>().collect::<Vec<_>>());
