@@ -117,3 +117,66 @@ pub fn curves(path: &Path, title: &str, panels: &[Panel], (width, height): (u32,
     root.present()?;
     Ok(())
 }
+
+/// One set of measured points: its legend name and its `(x, y)` pairs, joined in x order.
+pub struct Points<'a> {
+    pub name: &'a str,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Draws each set of points (marked, joined by a line in x order) on one chart into the PNG
+/// `path`: for results against a setting (accuracy against sparsity), not against epochs.
+pub fn scatter(
+    path: &Path,
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    sets: &[Points],
+    (width, height): (u32, u32),
+) -> Result<(), Box<dyn Error>> {
+    register_font()?;
+    let finite = |f: fn(&(f64, f64)) -> f64| -> (f64, f64) {
+        let all = sets.iter().flat_map(|s| s.points.iter().map(f)).filter(|v| v.is_finite());
+        let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
+        if !lo.is_finite() {
+            return (0.0, 1.0);
+        }
+        let pad = ((hi - lo) * 0.08).max(1e-3 * hi.abs().max(1.0));
+        (lo - pad, hi + pad)
+    };
+    let ((x_lo, x_hi), (y_lo, y_hi)) = (finite(|p| p.0), finite(|p| p.1));
+    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FAMILY, 20))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    for (i, set) in sets.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let mut points: Vec<(f64, f64)> = set.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?;
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 5, colour.filled())))?
+            .label(set.name)
+            .legend(move |(x, y)| Circle::new((x + 10, y), 5, colour.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .label_font((FAMILY, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(160, 160, 160))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

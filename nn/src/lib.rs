@@ -6,6 +6,9 @@
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
 //!   values).
+//! - `sparse_training`: patterns that change while training: pattern surgery keeping the
+//!   optimizer state ([`SparseLinear::rewire`], [`rewire_optimizer`], [`load_rewired`]),
+//!   gradual magnitude pruning, SET and RigL.
 //! - `srste`: [`SrsteLinear`] (2:4 sparse training from scratch with SR-STE: dense master
 //!   weights pruned 2:4 at every step, straight-through gradient plus the sparse-refined decay;
 //!   [`SrsteLinear::to_semi_structured`] gives the deployable layer).
@@ -42,6 +45,7 @@ pub mod planetoid;
 pub mod prune;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
+pub mod sparse_training;
 pub mod srste;
 pub mod wanda;
 
@@ -57,5 +61,8 @@ pub use planetoid::Planetoid;
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};
+pub use sparse_training::{
+    load_rewired, rewire_optimizer, GradualMagnitudePruning, Rewiring, RigL, RigLConfig, Set, SetConfig,
+};
 pub use srste::{SrsteLinear, SrsteLinearConfig};
 pub use wanda::{wanda_mask, wanda_mask_n_m, wanda_semi_structured, WandaCalibration};

@@ -115,10 +115,10 @@ fn index_param(t: Tensor<1, Int>) -> Param<Tensor<1, Int>> {
 }
 
 /// A splitmix64 stream (whole 64-bit outputs: a position among more than 2^53 needs them).
-struct Stream(u64);
+pub(crate) struct Stream(pub(crate) u64);
 
 impl Stream {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
@@ -128,7 +128,7 @@ impl Stream {
 
     /// Uniform in `0..n` (`n >= 1`), without modulo bias: the high word of `x * n` for a uniform
     /// `x`, rejecting the `2^64 mod n` low words that would favour some results (Lemire).
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         let threshold = n.wrapping_neg() % n;
         loop {
             let m = u128::from(self.next_u64()) * u128::from(n);

@@ -14,5 +14,6 @@ mod prune;
 mod semi_structured_linear;
 mod sparse_linear;
 mod sparse_param;
+mod sparse_training;
 mod srste;
 mod wanda;
