@@ -124,8 +124,9 @@ impl SrsteLinear {
                 message: format!("decay {decay} is not finite"),
             });
         }
-        // burn's Linear stores `[d_input, d_output]`; this layer's `W` is its transpose.
-        let weight = linear.weight.val().detach().transpose();
+        // burn's Linear stores `[d_input, d_output]`; this layer's `W` is its transpose. Detached
+        // last: a parameter must be a leaf of the autodiff graph.
+        let weight = linear.weight.val().transpose().detach();
         Ok(Self {
             weight: Param::from_tensor(weight),
             bias: linear.bias.as_ref().map(|b| Param::from_tensor(b.val().detach())),

@@ -12,7 +12,7 @@ use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, SgdConfig};
 use burn::store::ModuleRecord;
 use burn::tensor::{Bool, DType, Device, Tensor, TensorData};
-use common_ops::{assert_close, assert_close_f32, f32s, floats, input, Rng};
+use common_ops::{assert_close, assert_close_f32, f32s, floats, input, train, Layer, Net, Rng};
 use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
 use sparsegrad::nn::{n_m_mask, prune_2_4, SrsteLinear, SrsteLinearConfig};
 use sparsegrad::sparse::semi_structured::{srste_linear, try_srste_linear};
@@ -237,6 +237,36 @@ fn sgd_step_is_the_papers_update_and_regrows_pruned_weights() {
     // Every weight moved, the pruned ones included.
     let (before, after) = (w, floats(stepped.weight.val().inner()));
     assert!(before.iter().zip(&after).all(|(a, b)| a != b), "{before:?}\n{after:?}");
+}
+
+impl Layer for SrsteLinear {
+    fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+        self.forward(x)
+    }
+}
+
+#[test]
+fn adam_training_from_the_config_lowers_the_loss() {
+    let _serial = common_ops::serial();
+    let device = Device::flex().autodiff();
+    device.seed(5);
+    let init =
+        || Net { l0: SrsteLinearConfig::new(20, 16).init(&device), l1: SrsteLinearConfig::new(16, 4).init(&device) };
+    let model = init();
+    let teacher = init();
+    let x = input(32, 20, &device);
+    let target = teacher.forward(x.clone()).detach();
+    let before = f32s(model.l0.weight.val());
+    let (model, first, last) = train(model, &x, &target);
+    assert!(last < first / 3.0, "loss {first} -> {last}");
+    // Dense master weights: every one of them trained, the pruned ones included.
+    let after = f32s(model.l0.weight.val());
+    assert!(before.iter().zip(&after).all(|(a, b)| a != b), "every master weight moved");
+    // A layer from a dense `Linear` on the autodiff device is trainable too.
+    let dense = burn::nn::LinearConfig::new(8, 2).init(&device);
+    let l = SrsteLinear::from_linear(&dense, 2e-4).unwrap();
+    let loss = l.forward(input(3, 8, &device)).sum();
+    assert!(l.weight.val().grad(&loss.backward()).is_some());
 }
 
 #[test]
