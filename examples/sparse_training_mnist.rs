@@ -31,7 +31,7 @@ use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{activation::relu, Device, Distribution, Tensor};
 use clap::{Parser, ValueEnum};
 use sparsegrad::nn::{
-    rewire_optimizer, GradualMagnitudePruning, Mnist, MnistSplit, RigL, RigLConfig, Rewiring, SemiStructuredLinear,
+    rewire_optimizer, GradualMagnitudePruning, Mnist, MnistSplit, Rewiring, RigL, RigLConfig, SemiStructuredLinear,
     SetConfig, SparseLinear, SparseLinearConfig, SrsteLinear, SrsteLinearConfig, WandaCalibration,
 };
 use std::collections::BTreeMap;
@@ -276,9 +276,8 @@ fn train(method: Method, sparsity: f64, seed: u64, data: &Mnist, o: &Options) ->
     let n = data.train.len();
     let steps = n.div_ceil(o.batch);
     let total = o.epochs * steps;
-    let gmp = (method == Method::Gmp).then(|| {
-        GradualMagnitudePruning::new(sparsity, steps, (total as f64 * 0.6) as usize).with_frequency(100)
-    });
+    let gmp = (method == Method::Gmp)
+        .then(|| GradualMagnitudePruning::new(sparsity, steps, (total as f64 * 0.6) as usize).with_frequency(100));
     let rigl: Option<RigL> = (method == Method::Rigl)
         .then(|| RigLConfig::new((total as f64 * 0.75) as usize).init().expect("the defaults are valid"));
     let mut set = (method == Method::Set).then(|| SetConfig::new().with_seed(seed).init().expect("zeta 0.3"));
@@ -361,7 +360,9 @@ fn one_shot(dense: &Mlp, calibration: &Tensor<2>, sparsity: Option<f64>, wanda: 
         }
         let pruned = match sparsity {
             None => Hidden::Semi(sparsegrad::nn::wanda_semi_structured(linear, &stats).expect("2:4 of a dense layer")),
-            Some(s) => Hidden::Sparse(SparseLinear::from_linear_wanda(linear, &stats, s).expect("a sparsity in [0, 1]")),
+            Some(s) => {
+                Hidden::Sparse(SparseLinear::from_linear_wanda(linear, &stats, s).expect("a sparsity in [0, 1]"))
+            }
         };
         h = relu(pruned.forward(h));
         hidden.push(pruned);
@@ -387,7 +388,7 @@ fn main() {
     methods.sort();
     methods.dedup();
     let mut rows: BTreeMap<(String, u64), Row> = BTreeMap::new();
-    let mut record = |name: &str, sparsity: f64, model: &Mlp, epoch_seconds: Option<f64>, rows: &mut BTreeMap<_, Row>| {
+    let record = |name: &str, sparsity: f64, model: &Mlp, epoch_seconds: Option<f64>, rows: &mut BTreeMap<_, Row>| {
         let acc = accuracy(model, &data.test, &plain);
         let row: &mut Row = rows.entry((name.to_string(), (sparsity * 1e4).round() as u64)).or_default();
         row.accuracy.push(acc);
@@ -446,7 +447,10 @@ fn main() {
         let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0).max(1.0);
         (m, var.sqrt())
     };
-    println!("\n| method | sparsity | test accuracy (mean ± std, {} seeds) | parameter bytes | training time / epoch |", args.seeds);
+    println!(
+        "\n| method | sparsity | test accuracy (mean ± std, {} seeds) | parameter bytes | training time / epoch |",
+        args.seeds
+    );
     println!("|---|---|---|---|---|");
     let mut by_method: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for ((name, _), row) in &rows {
@@ -470,7 +474,13 @@ fn main() {
     let sets: Vec<plot::Points> =
         by_method.iter().map(|(name, points)| plot::Points { name, points: points.clone() }).collect();
     let title = format!("LeNet-300-100 on MNIST: test accuracy against sparsity ({} seeds)", args.seeds);
-    match plot::scatter(&args.png, &title, ("sparsity of the hidden layers (%)", "test accuracy (%)"), &sets, (900, 560)) {
+    match plot::scatter(
+        &args.png,
+        &title,
+        ("sparsity of the hidden layers (%)", "test accuracy (%)"),
+        &sets,
+        (900, 560),
+    ) {
         Ok(()) => println!("plot: {}", args.png.display()),
         Err(e) => eprintln!("could not write {}: {e}", args.png.display()),
     }

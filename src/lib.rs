@@ -73,9 +73,11 @@ pub mod sparse {
 
     /// torch's ops on semi-structured (2:4) tensors: `mm` (sparse @ dense), `mm_dense_sparse`
     /// (dense @ sparse), `addmm(bias, dense, sparse.t())`, `linear`, each with gradients
-    /// w.r.t. the kept values and the dense operand.
+    /// w.r.t. the kept values and the dense operand; and SR-STE's straight-through `srste_linear`
+    /// (a dense master weight pruned to a 2:4 pattern, trained densely).
     pub mod semi_structured {
         pub use sparsegrad_autodiff::semi_structured::*;
+        pub use sparsegrad_autodiff::srste::{srste_linear, try_srste_linear};
         pub use sparsegrad_backend::semi_structured::{
             to_sparse_semi_structured, SemiKind, SemiPattern, SemiStructuredTensor,
         };

@@ -5,7 +5,8 @@
 //! beside it: `spmm` and `sddmm` (each the other's gradient), `spgemm` (sparse · sparse, its
 //! gradients masked sparse products),
 //! `softmax` (segment softmax), and
-//! `semi_structured` (the products with 2:4 matrices); `matmul` holds the torch-named functions
+//! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
+//! product of a dense master weight); `matmul` holds the torch-named functions
 //! built on the products, `linalg` the low-rank factorisations and the eigensolver on top of
 //! them, `gradcheck` the numerical checker.
 
@@ -19,5 +20,6 @@ pub mod semi_structured;
 pub mod softmax;
 pub mod spgemm;
 pub mod spmm;
+pub mod srste;
 
 pub use gradcheck::{gradcheck, GradInput, GradcheckError, GradcheckOptions, GradcheckReport, Mismatch};

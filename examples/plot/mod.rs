@@ -162,7 +162,8 @@ pub fn scatter(
         .draw()?;
     for (i, set) in sets.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
-        let mut points: Vec<(f64, f64)> = set.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+        let mut points: Vec<(f64, f64)> =
+            set.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         chart.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?;
         chart

@@ -9,6 +9,12 @@
 //! - `sparse_training`: patterns that change while training: pattern surgery keeping the
 //!   optimizer state ([`SparseLinear::rewire`], [`rewire_optimizer`], [`load_rewired`]),
 //!   gradual magnitude pruning, SET and RigL.
+//! - `srste`: [`SrsteLinear`] (2:4 sparse training from scratch with SR-STE: dense master
+//!   weights pruned 2:4 at every step, straight-through gradient plus the sparse-refined decay;
+//!   [`SrsteLinear::to_semi_structured`] gives the deployable layer).
+//! - `wanda`: Wanda one-shot pruning by `|W| · ||X_j||₂` per output row, from calibration
+//!   activations ([`WandaCalibration`]): masks ([`wanda_mask`], [`wanda_mask_n_m`]) and layers
+//!   ([`SparseLinear::from_linear_wanda`], [`wanda_semi_structured`]).
 //! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
 //!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
@@ -40,6 +46,8 @@ pub mod prune;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
 pub mod sparse_training;
+pub mod srste;
+pub mod wanda;
 
 pub use dropout::{sparse_dropout, SparseDropout, SparseDropoutConfig};
 pub use error::DataError;
@@ -56,3 +64,5 @@ pub use sparse_linear::{SparseLinear, SparseLinearConfig};
 pub use sparse_training::{
     load_rewired, rewire_optimizer, GradualMagnitudePruning, Rewiring, RigL, RigLConfig, Set, SetConfig,
 };
+pub use srste::{SrsteLinear, SrsteLinearConfig};
+pub use wanda::{wanda_mask, wanda_mask_n_m, wanda_semi_structured, WandaCalibration};

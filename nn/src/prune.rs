@@ -57,7 +57,7 @@ pub(crate) fn top_k_positions(mags: &[f64], k: usize) -> Vec<usize> {
 }
 
 /// Row-major positions kept by N:M pruning of a `[rows, cols]` weight, ascending.
-fn n_m_positions(mags: &[f64], cols: usize, n: usize, m: usize) -> Vec<usize> {
+pub(crate) fn n_m_positions(mags: &[f64], cols: usize, n: usize, m: usize) -> Vec<usize> {
     let mut kept = Vec::with_capacity(mags.len() / m * n);
     let mut group: Vec<usize> = Vec::with_capacity(m);
     for start in (0..mags.len()).step_by(m) {
@@ -72,7 +72,7 @@ fn n_m_positions(mags: &[f64], cols: usize, n: usize, m: usize) -> Vec<usize> {
     kept
 }
 
-fn check_n_m(shape: [usize; 2], n: usize, m: usize, operation: &'static str) -> Result<()> {
+pub(crate) fn check_n_m(shape: [usize; 2], n: usize, m: usize, operation: &'static str) -> Result<()> {
     if m == 0 || n > m {
         return Err(invalid(operation, format!("{n}:{m} is not a pattern: need 0 <= n <= m and m >= 1")));
     }
@@ -89,7 +89,7 @@ fn check_n_m(shape: [usize; 2], n: usize, m: usize, operation: &'static str) -> 
 }
 
 /// A `[rows, cols]` Bool tensor, true at the given row-major positions.
-fn mask_of(positions: &[usize], shape: [usize; 2], device: &Device) -> Tensor<2, Bool> {
+pub(crate) fn mask_of(positions: &[usize], shape: [usize; 2], device: &Device) -> Tensor<2, Bool> {
     let mut keep = vec![false; shape[0] * shape[1]];
     for &p in positions {
         keep[p] = true;

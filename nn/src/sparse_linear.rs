@@ -94,7 +94,7 @@ pub struct SparseLinear {
 
 /// int32 indices when they fit (half the memory of int64; the kernels take both): the CSR
 /// constructor wants both dimensions and the entry count to fit the index dtype.
-fn index_dtype(d_output: usize, d_input: usize, nnz: usize) -> DType {
+pub(crate) fn index_dtype(d_output: usize, d_input: usize, nnz: usize) -> DType {
     if d_output.max(d_input).max(nnz) <= i32::MAX as usize {
         DType::I32
     } else {

@@ -15,3 +15,5 @@ mod semi_structured_linear;
 mod sparse_linear;
 mod sparse_param;
 mod sparse_training;
+mod srste;
+mod wanda;
