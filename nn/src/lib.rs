@@ -1,7 +1,15 @@
 //! sparsegrad-nn: sparse neural-network layers for burn.
 //!
 //! - `gcn`: [`GcnConv`] and [`gcn_norm`] (Kipf & Welling's graph convolution).
+//! - `edge_index`: graphs as PyG's `edge_index` `[2, E]` with optional weights: self loops,
+//!   [`to_undirected`], [`degree`], [`gcn_norm_edge_index`] (PyG's `gcn_norm`), and the sparse
+//!   matrices the layers multiply ([`to_propagation_matrix`]).
 //! - `gat`: [`GatConv`] (multi-head graph attention: SDDMM scores, sparse softmax, sparse mm).
+//! - Message passing with PyG's semantics over a propagation matrix (`adj[i, j]` the edge `j ->
+//!   i`): `sage_conv` ([`SageConv`], mean or max aggregation and a root weight), `gin_conv`
+//!   ([`GinConv`], sum and an MLP, fixed or trainable eps), `graph_conv` ([`GraphConv`]),
+//!   `appnp` ([`AppnpPropagation`], K steps of personalised PageRank), `aggregation`
+//!   ([`Aggregation`]: sum, mean, max, min through `mm_reduce`).
 //! - `semi_structured_linear`: [`SemiStructuredLinear`] (a linear layer with a 2:4 weight,
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
@@ -23,10 +31,15 @@
 
 #![warn(missing_docs)]
 
+pub mod aggregation;
+pub mod appnp;
 pub mod dropout;
+pub mod edge_index;
 pub mod error;
 pub mod gat;
 pub mod gcn;
+pub mod gin_conv;
+pub mod graph_conv;
 pub mod io;
 #[cfg(feature = "datasets")]
 pub mod mnist;
@@ -34,18 +47,28 @@ pub mod mtx;
 #[cfg(feature = "datasets")]
 pub mod planetoid;
 pub mod prune;
+pub mod sage_conv;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
 
+pub use aggregation::Aggregation;
+pub use appnp::{AppnpPropagation, AppnpPropagationConfig};
 pub use dropout::{sparse_dropout, SparseDropout, SparseDropoutConfig};
+pub use edge_index::{
+    add_remaining_self_loops, add_self_loops, degree, gcn_norm_edge_index, remove_self_loops, to_propagation_matrix,
+    to_sparse_adjacency, to_undirected, EdgeIndexWeights, GcnNormOptions,
+};
 pub use error::DataError;
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};
+pub use gin_conv::{GinConv, GinConvConfig, GinMlp};
+pub use graph_conv::{GraphConv, GraphConvConfig};
 #[cfg(feature = "datasets")]
 pub use mnist::{Mnist, MnistSplit};
 pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
 #[cfg(feature = "datasets")]
 pub use planetoid::Planetoid;
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
+pub use sage_conv::{SageConv, SageConvConfig};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};

@@ -7,8 +7,10 @@
 mod common_ops;
 
 mod dropout;
+mod edge_index;
 mod gat;
 mod gcn;
+mod graph_layers;
 mod mnist;
 mod prune;
 mod semi_structured_linear;
