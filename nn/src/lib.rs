@@ -23,7 +23,8 @@
 //!   honouring the banner's field and symmetry).
 //! - `io`: Matrix Market files to and from `SparseTensor` (any layout) and dense tensors.
 //! - `error`: [`DataError`], what went wrong reading a file (file, line, what).
-//! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club).
+//! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club; features
+//!   with their values, unlabeled nodes outside the split) and [`normalize_features`].
 //! - `mnist`: the MNIST loader ([`Mnist`], IDX files in `data/mnist/`).
 //!
 //! The dataset loaders (`planetoid`, `mnist`) and gzip-compressed input sit behind the
@@ -67,7 +68,7 @@ pub use graph_conv::{GraphConv, GraphConvConfig};
 pub use mnist::{Mnist, MnistSplit};
 pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
 #[cfg(feature = "datasets")]
-pub use planetoid::Planetoid;
+pub use planetoid::{normalize_features, Planetoid};
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
 pub use sage_conv::{SageConv, SageConvConfig};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
