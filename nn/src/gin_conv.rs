@@ -1,8 +1,8 @@
 //! The graph isomorphism network layer (Xu et al. 2019) as PyG's `GINConv`: `out_i = MLP((1 +
 //! eps) · x_i + sum_{j -> i} x_j)`, the sum the sparse product over the propagation matrix
 //! `adj[i, j]` (edge `j -> i`; `edge_index::to_propagation_matrix`), `eps` fixed or trainable.
-//! The layer owns a two-layer MLP (`Linear`, ReLU, `Linear`, as the paper's); for another
-//! network, [`GinConv::aggregate`] gives its input.
+//! The network is any module implementing [`GinNetwork`] ([`GinConv::new`]); the config builds
+//! the paper's two-layer MLP ([`GinMlp`]: `Linear`, ReLU, `Linear`).
 
 use burn::config::Config;
 use burn::module::{Module, Param};
@@ -28,6 +28,18 @@ pub struct GinConvConfig {
     pub train_eps: bool,
 }
 
+/// The network a [`GinConv`] applies to the aggregated features `[n, d]`.
+pub trait GinNetwork: Module {
+    /// The network on node features `[n, d_in]`.
+    fn forward(&self, x: Tensor<2>) -> Tensor<2>;
+}
+
+impl GinNetwork for Linear {
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        Linear::forward(self, x)
+    }
+}
+
 /// The two-layer MLP of a [`GinConv`]: `lin2(relu(lin1(x)))`.
 #[derive(Module, Debug)]
 pub struct GinMlp {
@@ -37,18 +49,18 @@ pub struct GinMlp {
     pub lin2: Linear,
 }
 
-impl GinMlp {
+impl GinNetwork for GinMlp {
     /// `lin2(relu(lin1(x)))`.
-    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         self.lin2.forward(relu(self.lin1.forward(x)))
     }
 }
 
-/// A GIN layer.
+/// A GIN layer with the network `M` (the config's [`GinMlp`] by default).
 #[derive(Module, Debug)]
-pub struct GinConv {
-    /// The MLP applied to the aggregated features.
-    pub mlp: GinMlp,
+pub struct GinConv<M: GinNetwork = GinMlp> {
+    /// The network applied to the aggregated features.
+    pub mlp: M,
     /// `eps` `[1]`, when trained.
     pub eps_param: Option<Param<Tensor<1>>>,
     /// `eps` when fixed.
@@ -58,18 +70,22 @@ pub struct GinConv {
 impl GinConvConfig {
     /// A new layer on `device` (burn's default initialisation of the linear maps).
     pub fn init(&self, device: &burn::tensor::Device) -> GinConv {
-        GinConv {
-            mlp: GinMlp {
-                lin1: LinearConfig::new(self.d_input, self.d_hidden).init(device),
-                lin2: LinearConfig::new(self.d_hidden, self.d_output).init(device),
-            },
-            eps_param: self.train_eps.then(|| Param::from_tensor(Tensor::<1>::from_data([self.eps as f32], device))),
-            eps: self.eps,
-        }
+        let mlp = GinMlp {
+            lin1: LinearConfig::new(self.d_input, self.d_hidden).init(device),
+            lin2: LinearConfig::new(self.d_hidden, self.d_output).init(device),
+        };
+        GinConv::new(mlp, self.eps, self.train_eps, device)
     }
 }
 
-impl GinConv {
+impl<M: GinNetwork> GinConv<M> {
+    /// A layer with the network `mlp` and the initial `eps`, trained when `train_eps` (a `[1]`
+    /// parameter in the default float dtype of `device`).
+    pub fn new(mlp: M, eps: f64, train_eps: bool, device: &burn::tensor::Device) -> Self {
+        let eps_param = train_eps.then(|| Param::from_tensor(Tensor::<1>::from_data([eps as f32], device)));
+        GinConv { mlp, eps_param, eps }
+    }
+
     /// `(1 + eps) · x_i + sum_{j -> i} adj[i, j] · x_j`: the MLP's input.
     pub fn aggregate(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
         let root = match &self.eps_param {

@@ -62,7 +62,7 @@ pub use edge_index::{
 pub use error::DataError;
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};
-pub use gin_conv::{GinConv, GinConvConfig, GinMlp};
+pub use gin_conv::{GinConv, GinConvConfig, GinMlp, GinNetwork};
 pub use graph_conv::{GraphConv, GraphConvConfig};
 #[cfg(feature = "datasets")]
 pub use mnist::{Mnist, MnistSplit};

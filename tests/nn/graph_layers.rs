@@ -130,7 +130,7 @@ fn sage_conv_matches_dense() {
     assert!(norms.iter().all(|v| (v - 1.0).abs() < 1e-5), "{norms:?}");
 }
 
-fn gin(eps: Option<Tensor<1>>, device: &Device) -> GinConv {
+fn gin(eps: Option<Tensor<1>>, device: &Device) -> GinConv<GinMlp> {
     GinConv {
         mlp: GinMlp {
             lin1: linear(weight(3, 4, 1, device), Some(bias(4, device))),
@@ -155,6 +155,10 @@ fn gin_conv_matches_dense() {
     assert_near(gin(Some(eps), &device).forward(&a, x.clone()), mlp(h), "gin trainable eps");
     let layer = GinConvConfig::new(3, 8, 2).with_train_eps(true).init(&device);
     assert!(layer.eps_param.is_some());
+    // Any network: a single linear map.
+    let single = GinConv::new(linear(weight(3, 2, 6, &device), None), 0.3, false, &device);
+    let h = x.clone() * 1.3 + dense_adj(false, &device).matmul(x.clone());
+    assert_near(single.forward(&a, x.clone()), h.matmul(weight(3, 2, 6, &device)), "gin linear");
     assert_eq!(layer.forward(&adj32(&device), x.cast(DType::F32)).dims(), [N, 2]);
 }
 
