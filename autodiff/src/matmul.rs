@@ -1,7 +1,7 @@
 //! torch.sparse's matmul family as free functions (re-exported from `sparsegrad::sparse`):
 //! `mm` (sparse @ dense, sparse @ sparse: `spgemm`), `mm_reduce` (torch's `mm(.., reduce=)`),
-//! `mm_dense_sparse` (dense @ sparse,
-//! without torch's double transpose), `addmm`, `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
+//! `mm_dense_sparse` (dense @ sparse, without torch's double transpose), `addmm`,
+//! `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
 //!
 //! Every layout is accepted as the sparse operand. CSR runs the kernels directly, CSC runs them
 //! on its arrays as the CSR pattern of the transpose (no conversion), and COO, BSR and BSC are
@@ -25,7 +25,7 @@ use crate::spmm_reduce::SparseSpmmReduce;
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor, TensorData};
 use sparsegrad_backend::algebra::validate::check_numel;
-use sparsegrad_backend::alloc::{ensure_allocatable, try_vec};
+use sparsegrad_backend::alloc::{ensure_allocatable, try_filled, try_vec};
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::gather_rows;
 use sparsegrad_backend::spgemm::product_pattern;
@@ -253,7 +253,7 @@ pub fn try_mm_reduce(a: &SparseTensor<2>, x: Tensor<2>, reduce: Reduce) -> Resul
             // The operand's row of every entry: the pattern's rows, or (CSC) its columns.
             let crow = with_ints(&c.crow, |v| v.to_i64());
             let col = with_ints(&c.col, |v| v.to_i64());
-            let mut counts = vec![0u64; m];
+            let mut counts = try_filled(m, 0u64, "mm_reduce: the rows' entry counts")?;
             let mut row_of = try_vec(col.len(), "mm_reduce: the entries' rows")?;
             if c.transposed {
                 row_of.extend(col.iter().map(|&r| r as usize));

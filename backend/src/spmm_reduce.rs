@@ -20,6 +20,7 @@ use burn::backend::{
     Backend, Flex, TensorMetadata,
 };
 use burn::tensor::{DType, TensorData};
+use sparsegrad_kernels::alloc::out_len;
 use sparsegrad_kernels::pattern::CsrPattern;
 use sparsegrad_kernels::spmm_reduce::{spmm_arg_extreme, spmm_arg_extreme_backward};
 
@@ -182,17 +183,23 @@ impl SpmmReduceKernels for Flex {
     ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let arg = contiguous(arg);
-        let arg = match int_slice(&arg) {
-            crate::host::IntSlice::I64(s) => s.to_vec(),
-            other => other.to_i64(),
+        let widened;
+        let arg: &[i64] = match int_slice(&arg) {
+            crate::host::IntSlice::I64(s) => s,
+            other => {
+                widened = other.to_i64();
+                &widened
+            }
         };
         let [k, n] = [x.shape()[0], x.shape()[1]];
-        let total = vec![k * n + col.shape()[0]];
+        let total = vec![out_len(k, n, "spmm_arg_extreme backward: dX")
+            .checked_add(col.shape()[0])
+            .expect("spmm_arg_extreme backward: gradient length overflows usize")];
         with_real(
             [values, x, g],
             total,
-            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, &arg, g, n)),
-            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, &arg, g, n)),
+            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
+            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
         )
     }
 }
@@ -238,7 +245,20 @@ mod tests {
                         g.clone(),
                     )
                 };
-                assert_eq!(host(b1).len(), 6 + 4);
+                // SAFETY: as above.
+                let b2 = unsafe {
+                    default::arg_extreme_backward::<Flex>(
+                        ints(crow.clone()),
+                        ints(col.clone()),
+                        values.clone(),
+                        x.clone(),
+                        arg,
+                        g.clone(),
+                    )
+                };
+                let (b1, b2) = (host(b1), host(b2));
+                assert_eq!(b1.len(), 6 + 4);
+                assert_eq!(b1, b2);
             }
         }
     }
