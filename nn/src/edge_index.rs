@@ -16,6 +16,7 @@
 //! `IndexOutOfBounds` naming the edge (its position) and the row (dim 0: source, 1: target).
 
 use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
+use sparsegrad_backend::alloc::ensure_allocatable;
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::util::int_tensor;
 use sparsegrad_backend::{Result, SparseError, SparseTensor};
@@ -94,6 +95,7 @@ pub fn add_self_loops(
     fill_value: f64,
 ) -> Result<EdgeIndexWeights> {
     let (mut sources, mut targets) = edges_of(edge_index, edge_weight, num_nodes)?;
+    ensure_allocatable(num_nodes.saturating_mul(3), 8, "add_self_loops: the loops")?;
     sources.extend(0..num_nodes as i64);
     targets.extend(0..num_nodes as i64);
     let weight = edge_weight.map(|w| Tensor::cat(vec![w.clone(), filled(w, num_nodes, fill_value)], 0));
@@ -110,6 +112,7 @@ pub fn add_remaining_self_loops(
     fill_value: f64,
 ) -> Result<EdgeIndexWeights> {
     let (sources, targets) = edges_of(edge_index, edge_weight, num_nodes)?;
+    ensure_allocatable(num_nodes.saturating_mul(4), 8, "add_remaining_self_loops: the loops")?;
     let keep: Vec<i64> = (0..sources.len()).filter(|&k| sources[k] != targets[k]).map(|k| k as i64).collect();
     let (mut s, mut t): (Vec<i64>, Vec<i64>) = keep.iter().map(|&k| (sources[k as usize], targets[k as usize])).unzip();
     s.extend(0..num_nodes as i64);
@@ -184,6 +187,7 @@ pub fn to_undirected(
 /// row 1 gives in-degrees, row 0 out-degrees), as int64 counts `[num_nodes]`.
 pub fn degree(index: &Tensor<1, Int>, num_nodes: usize) -> Result<Tensor<1, Int>> {
     let values = with_ints(index, |v| v.to_i64());
+    ensure_allocatable(num_nodes, 8, "degree: the counts")?;
     let mut counts = vec![0i64; num_nodes];
     for (position, &v) in values.iter().enumerate() {
         if v < 0 || v as u64 >= num_nodes as u64 {
@@ -229,6 +233,7 @@ pub fn gcn_norm_edge_index(
     options: GcnNormOptions,
 ) -> Result<(Tensor<2, Int>, Tensor<1>)> {
     edges_of(edge_index, edge_weight, num_nodes)?;
+    ensure_allocatable(num_nodes, 8, "gcn_norm_edge_index: the degrees")?;
     let device = edge_index.device();
     let weight = match edge_weight {
         Some(w) => w.clone(),

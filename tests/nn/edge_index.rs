@@ -156,6 +156,12 @@ fn bad_input_is_named() {
     ));
     let index = Tensor::<1, Int>::from_data(TensorData::new(vec![0i64, 3], [2]), &dev());
     assert!(matches!(degree(&index, 3), Err(SparseError::IndexOutOfBounds { position: 1, value: 3, .. })));
+    // A node count no machine holds is an allocation error, not an abort.
+    let huge = usize::MAX / 4;
+    assert!(matches!(add_self_loops(&edges(&[0], &[1]), None, huge, 1.0), Err(SparseError::Allocation { .. })));
+    assert!(matches!(degree(&index, huge), Err(SparseError::Allocation { .. })));
+    let opts = GcnNormOptions { add_self_loops: false, improved: false };
+    assert!(matches!(gcn_norm_edge_index(&edges(&[0], &[1]), None, huge, opts), Err(SparseError::Allocation { .. })));
 }
 
 /// The edge_index path (both directions, then `gcn_norm_edge_index`) gives the existing
