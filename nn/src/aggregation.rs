@@ -37,3 +37,20 @@ impl Aggregation {
         mm_reduce(adj, x, self.reduce())
     }
 }
+
+/// The targets' features for a propagation matrix `adj [dst, src]` and the sources' features
+/// `x [src, d]`: the first `dst` rows (all of `x` for a square `adj`; a sampled block lists its
+/// targets first, see `sampler`).
+///
+/// # Panics
+/// If `adj` has more rows than `x` (no block does).
+pub(crate) fn targets(adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    let dst = adj.shape()[0];
+    let [src, d] = x.dims();
+    assert!(dst <= src, "a propagation matrix of {dst} targets for the features of {src} nodes");
+    if dst == src {
+        x
+    } else {
+        x.slice([0..dst, 0..d])
+    }
+}

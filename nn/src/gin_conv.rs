@@ -4,6 +4,7 @@
 //! The network is any module implementing [`GinNetwork`] ([`GinConv::new`]); the config builds
 //! the paper's two-layer MLP ([`GinMlp`]: `Linear`, ReLU, `Linear`).
 
+use crate::aggregation::targets;
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
@@ -88,14 +89,16 @@ impl<M: GinNetwork> GinConv<M> {
 
     /// `(1 + eps) · x_i + sum_{j -> i} adj[i, j] · x_j`: the MLP's input.
     pub fn aggregate(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+        let own = targets(adj, x.clone());
         let root = match &self.eps_param {
-            Some(eps) => x.clone() * (eps.val().cast(x.dtype()) + 1.0).unsqueeze::<2>(),
-            None => x.clone() * (1.0 + self.eps),
+            Some(eps) => own * (eps.val().cast(x.dtype()) + 1.0).unsqueeze::<2>(),
+            None => own * (1.0 + self.eps),
         };
         mm(adj, x) + root
     }
 
-    /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`.
+    /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
+    /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes.
     pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
         self.mlp.forward(self.aggregate(adj, x))
     }

@@ -3,7 +3,7 @@
 //! min) a reduction of the sparse product `mm_reduce` over the propagation matrix `adj[i, j] =
 //! e_ji` (edge `j -> i` with its weight; `edge_index::to_propagation_matrix` builds it).
 
-use crate::aggregation::Aggregation;
+use crate::aggregation::{targets, Aggregation};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
@@ -49,8 +49,9 @@ impl GraphConvConfig {
 }
 
 impl GraphConv {
-    /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`.
+    /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
+    /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes.
     pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        self.lin_rel.forward(self.aggr.aggregate(adj, x.clone())) + self.lin_root.forward(x)
+        self.lin_rel.forward(self.aggr.aggregate(adj, x.clone())) + self.lin_root.forward(targets(adj, x))
     }
 }

@@ -10,6 +10,8 @@
 //!   ([`GinConv`], sum and an MLP, fixed or trainable eps), `graph_conv` ([`GraphConv`]),
 //!   `appnp` ([`AppnpPropagation`], K steps of personalised PageRank), `aggregation`
 //!   ([`Aggregation`]: sum, mean, max, min through `mm_reduce`).
+//! - `sampler`: [`NeighborSampler`], GraphSAGE's neighbour sampling for mini-batches (fan-outs
+//!   per hop, seeded), each hop a CSR block the message-passing layers take.
 //! - `semi_structured_linear`: [`SemiStructuredLinear`] (a linear layer with a 2:4 weight,
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
@@ -49,6 +51,7 @@ pub mod mtx;
 pub mod planetoid;
 pub mod prune;
 pub mod sage_conv;
+pub mod sampler;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
 
@@ -71,5 +74,6 @@ pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
 pub use planetoid::{normalize_features, Planetoid};
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
 pub use sage_conv::{SageConv, SageConvConfig};
+pub use sampler::{Block, NeighborSampler, SampledSubgraph};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};

@@ -4,7 +4,7 @@
 //! matrix `adj[i, j]` (edge `j -> i`; `edge_index::to_propagation_matrix` builds it): PyG's
 //! layer takes no edge weights, so pass it with unit values (other values scale the messages).
 
-use crate::aggregation::Aggregation;
+use crate::aggregation::{targets, Aggregation};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
@@ -61,11 +61,13 @@ impl SageConvConfig {
 }
 
 impl SageConv {
-    /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`.
+    /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
+    /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes (`[dst,
+    /// d_output]` out).
     pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
         let mut out = self.lin_l.forward(self.aggr.aggregate(adj, x.clone()));
         if let Some(lin_r) = &self.lin_r {
-            out = out + lin_r.forward(x);
+            out = out + lin_r.forward(targets(adj, x));
         }
         if self.normalize {
             l2_normalize(out)

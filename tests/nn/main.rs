@@ -13,6 +13,7 @@ mod gcn;
 mod graph_layers;
 mod mnist;
 mod prune;
+mod sampler;
 mod semi_structured_linear;
 mod sparse_linear;
 mod sparse_param;
