@@ -12,9 +12,9 @@
 //! indices) are tensors.
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
-use sparsegrad_backend::alloc::try_vec;
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::{Result, SparseError, SparseTensor};
+use std::collections::HashMap;
 
 /// One hop of a sample: `adj [dst, src]` with unit values, CSR, columns sorted per row.
 #[derive(Debug, Clone)]
@@ -89,6 +89,13 @@ impl NeighborSampler {
         Ok(Self { crow, col, fanouts })
     }
 
+    /// A sampler over the graph of `edge_index` (PyG's `[2, E]`, row 0 sources, row 1 targets;
+    /// see `edge_index`) on `num_nodes` nodes: [`NeighborSampler::new`] of its propagation
+    /// matrix.
+    pub fn from_edge_index(edge_index: &Tensor<2, Int>, num_nodes: usize, fanouts: Vec<usize>) -> Result<Self> {
+        Self::new(&crate::edge_index::to_propagation_matrix(edge_index, None, num_nodes)?, fanouts)
+    }
+
     /// The nodes of the graph.
     pub fn num_nodes(&self) -> usize {
         self.crow.len() - 1
@@ -99,9 +106,9 @@ impl NeighborSampler {
     /// outside the graph or listed twice.
     pub fn sample(&self, seeds: &[usize], seed: u64, device: &Device) -> Result<SampledSubgraph> {
         let n = self.num_nodes();
-        // Local id of every global node reached so far (usize::MAX: not reached).
-        let mut local = try_vec::<usize>(n, "NeighborSampler: the local ids")?;
-        local.resize(n, usize::MAX);
+        // The local id of every global node reached so far: memory in the sample, not the graph
+        // (a batch of a million-node graph touches a few thousand nodes).
+        let mut local: HashMap<usize, usize> = HashMap::with_capacity(seeds.len());
         let mut n_id = Vec::with_capacity(seeds.len());
         for (position, &s) in seeds.iter().enumerate() {
             if s >= n {
@@ -113,13 +120,13 @@ impl NeighborSampler {
                     size: n,
                 });
             }
-            if local[s] != usize::MAX {
+            if let Some(&first) = local.get(&s) {
                 return Err(SparseError::InvalidArgument {
                     operation: "NeighborSampler::sample",
-                    message: format!("seed {s} is listed twice (positions {} and {position})", local[s]),
+                    message: format!("seed {s} is listed twice (positions {first} and {position})"),
                 });
             }
-            local[s] = n_id.len();
+            local.insert(s, n_id.len());
             n_id.push(s);
         }
         let mut rng = SplitMix(seed);
@@ -166,10 +173,9 @@ impl NeighborSampler {
 }
 
 /// The local id of global node `u`, giving it the next one if it was not reached yet.
-fn reach(u: usize, local: &mut [usize], n_id: &mut Vec<usize>) -> usize {
-    if local[u] == usize::MAX {
-        local[u] = n_id.len();
+fn reach(u: usize, local: &mut HashMap<usize, usize>, n_id: &mut Vec<usize>) -> usize {
+    *local.entry(u).or_insert_with(|| {
         n_id.push(u);
-    }
-    local[u]
+        n_id.len() - 1
+    })
 }

@@ -35,7 +35,8 @@ fn rows(s: &SparseTensor<2>) -> Vec<Vec<usize>> {
 fn blocks_of_a_small_graph() {
     // Into 0 from 1, 2, 3; into 1 from 4; into 2 from 4 and 5.
     let p = to_propagation_matrix(&edge_index(&[1, 2, 3, 4, 4, 5], &[0, 0, 0, 1, 2, 2]), None, 6).unwrap();
-    let sampler = NeighborSampler::new(&p, vec![10, 10]).unwrap();
+    let ei = edge_index(&[1, 2, 3, 4, 4, 5], &[0, 0, 0, 1, 2, 2]);
+    let sampler = NeighborSampler::from_edge_index(&ei, 6, vec![10, 10]).unwrap();
     let SampledSubgraph { n_id, blocks } = sampler.sample(&[0], 1, &dev()).unwrap();
     assert_eq!(n_id, [0, 1, 2, 3, 4, 5]);
     assert_eq!(blocks.len(), 2);
