@@ -12,6 +12,8 @@
 //!   ([`Aggregation`]: sum, mean, max, min through `mm_reduce`).
 //! - `sampler`: [`NeighborSampler`], GraphSAGE's neighbour sampling for mini-batches (fan-outs
 //!   per hop, seeded), each hop a CSR block the message-passing layers take.
+//! - `partition`: ClusterGCN's batches: [`partition_graph`] (a METIS-like multilevel k-way
+//!   partition) and [`cluster_subgraph`] (the subgraph a batch of parts induces).
 //! - `semi_structured_linear`: [`SemiStructuredLinear`] (a linear layer with a 2:4 weight,
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
@@ -47,6 +49,7 @@ pub mod io;
 #[cfg(feature = "datasets")]
 pub mod mnist;
 pub mod mtx;
+pub mod partition;
 #[cfg(feature = "datasets")]
 pub mod planetoid;
 pub mod prune;
@@ -70,6 +73,7 @@ pub use graph_conv::{GraphConv, GraphConvConfig};
 #[cfg(feature = "datasets")]
 pub use mnist::{Mnist, MnistSplit};
 pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
+pub use partition::{cluster_subgraph, partition_graph};
 #[cfg(feature = "datasets")]
 pub use planetoid::{normalize_features, Planetoid};
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
