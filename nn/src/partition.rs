@@ -5,17 +5,23 @@
 //! The multilevel scheme (after Karypis & Kumar's METIS, written here from its published
 //! outline): the undirected graph (the pattern of `P + Pᵀ`, no loops) is coarsened by
 //! heavy-edge matching, nodes visited in a seeded random order, until it is small; the coarsest
-//! graph is split by growing `k` regions breadth-first from far-apart seeds, always growing the
-//! lightest; then, level by level back to the input graph, the parts are projected and refined
-//! by greedy boundary moves (a node moves to the neighbouring part it is most connected to when
-//! that lowers the cut and keeps the part under its weight cap, `1.05 · n / k`). Everything is
-//! host index work; the same seed gives the same partition.
+//! graph is split by growing `k` regions from far-apart seeds, the lightest region taking the
+//! node it is most connected to; then, level by level back to the input graph, the parts are
+//! projected and refined by greedy boundary moves (a node moves to the neighbouring part it is
+//! most connected to when that lowers the cut and keeps the part under its weight cap,
+//! `1.05 · n / k`). Everything is host index work; the same seed gives the same partition.
+//!
+//! The refinement is greedy (no Fiduccia-Mattheyses hill climbing, no rebalancing swaps), so on
+//! large graphs the cut is above what METIS finds: small planted communities come back exactly,
+//! but a 200,000-node graph of 20 communities of random graphs (10 edges inside per node, 1
+//! outside) is cut at about 40 % of its edges where the communities cut 9 %.
 
 use burn::tensor::{DType, Int, Tensor, TensorData};
 use sparsegrad_backend::alloc::ensure_allocatable;
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::{Result, SparseError, SparseTensor};
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 /// An undirected weighted graph in CSR form (each edge in both rows).
 #[derive(Debug, Clone)]
@@ -135,6 +141,13 @@ fn coarsen(g: &Graph, rng: &mut Rng) -> Option<(Graph, Vec<usize>)> {
     if nc * 20 > n * 19 {
         return None;
     }
+    Some((contract(g, &cmap, nc), cmap))
+}
+
+/// The graph of `nc` coarse nodes, `cmap` the coarse node of every node: node weights summed,
+/// edges between coarse nodes merged with their weights summed, edges inside one dropped.
+fn contract(g: &Graph, cmap: &[usize], nc: usize) -> Graph {
+    let n = g.n();
     // Members of every coarse node, then its edges merged through a marker array.
     let mut members = vec![Vec::with_capacity(2); nc];
     for u in 0..n {
@@ -165,22 +178,47 @@ fn coarsen(g: &Graph, rng: &mut Rng) -> Option<(Graph, Vec<usize>)> {
         }
         c.xadj.push(c.adjncy.len());
     }
-    Some((c, cmap))
+    c
 }
 
-/// `k` regions grown breadth-first from far-apart seeds, the lightest region growing next; a
-/// region that runs out of frontier restarts from an unassigned node (disconnected graphs).
+/// `k` regions grown from far-apart seeds (METIS's greedy graph growing, k-way): the lightest
+/// region takes the unassigned node it has the most edge weight to (a lazy max-heap per region);
+/// a region whose frontier is spent restarts from an unassigned node (disconnected graphs).
 fn grow_regions(g: &Graph, k: usize, cap: u64, rng: &mut Rng) -> Vec<usize> {
     let n = g.n();
     let mut part = vec![usize::MAX; n];
     let mut weight = vec![0u64; k];
-    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); k];
+    // Per region: its edge weight to each frontier node, and a heap of (weight, node) entries
+    // that are stale once the node's weight grew or it was assigned.
+    let mut conn: Vec<HashMap<usize, u64>> = vec![HashMap::new(); k];
+    let mut heaps: Vec<BinaryHeap<(u64, Reverse<usize>)>> = vec![BinaryHeap::new(); k];
+    let mut assigned = 0;
+    let assign = |u: usize,
+                  p: usize,
+                  part: &mut [usize],
+                  weight: &mut [u64],
+                  conn: &mut [HashMap<usize, u64>],
+                  heaps: &mut [BinaryHeap<(u64, Reverse<usize>)>]| {
+        part[u] = p;
+        weight[p] += g.vwgt[u];
+        conn[p].remove(&u);
+        for (v, w) in g.neighbours(u) {
+            if part[v] == usize::MAX {
+                let c = conn[p].entry(v).or_insert(0);
+                *c += w;
+                heaps[p].push((*c, Reverse(v)));
+            }
+        }
+    };
     // Seeds: the first at random, each next the node farthest (in hops) from those chosen.
     let mut dist = vec![usize::MAX; n];
     let mut bfs = VecDeque::new();
     let mut next = rng.below(n);
-    for queue in queues.iter_mut().take(k.min(n)) {
-        queue.push_back(next);
+    for p in 0..k.min(n) {
+        if part[next] == usize::MAX {
+            assign(next, p, &mut part, &mut weight, &mut conn, &mut heaps);
+            assigned += 1;
+        }
         dist[next] = 0;
         bfs.push_back(next);
         while let Some(u) = bfs.pop_front() {
@@ -194,39 +232,30 @@ fn grow_regions(g: &Graph, k: usize, cap: u64, rng: &mut Rng) -> Vec<usize> {
         // Unreached nodes (another component) count as farthest.
         next = (0..n).max_by_key(|&u| (dist[u], u)).expect("n > 0");
     }
-    let mut assigned = 0;
     let mut unassigned_scan = 0;
     while assigned < n {
-        // The lightest region with room takes its next frontier node.
         let p = (0..k).min_by_key(|&p| (weight[p], p)).expect("k > 0");
-        let mut took = false;
-        while let Some(u) = queues[p].pop_front() {
-            if part[u] != usize::MAX {
-                continue;
+        let mut chosen = None;
+        while let Some((c, Reverse(u))) = heaps[p].pop() {
+            if part[u] != usize::MAX || conn[p].get(&u) != Some(&c) {
+                continue; // assigned, or a stale entry
             }
             if weight[p] + g.vwgt[u] > cap && weight[p] > 0 {
-                // Full: the node stays for another region.
-                queues[p].clear();
-                break;
+                conn[p].remove(&u); // too heavy for this region; another may take it
+                continue;
             }
-            part[u] = p;
-            weight[p] += g.vwgt[u];
-            assigned += 1;
-            queues[p].extend(g.neighbours(u).map(|(v, _)| v).filter(|&v| part[v] == usize::MAX));
-            took = true;
+            chosen = Some(u);
             break;
         }
-        if !took {
-            // No frontier left (or full): restart the lightest region at an unassigned node.
+        let u = chosen.unwrap_or_else(|| {
+            // No frontier left: restart the lightest region at an unassigned node.
             while part[unassigned_scan] != usize::MAX {
                 unassigned_scan += 1;
             }
-            let u = unassigned_scan;
-            part[u] = p;
-            weight[p] += g.vwgt[u];
-            assigned += 1;
-            queues[p].extend(g.neighbours(u).map(|(v, _)| v).filter(|&v| part[v] == usize::MAX));
-        }
+            unassigned_scan
+        });
+        assign(u, p, &mut part, &mut weight, &mut conn, &mut heaps);
+        assigned += 1;
     }
     part
 }
