@@ -193,6 +193,9 @@ fn unchecked_tensors_are_checked_before_any_kernel() {
             let e = s.check_invariants().unwrap_err();
             let what = format!("{layout:?} crow {crow:?} col {col:?}");
             assert_eq!(sp::try_mm(&s, ones([2, 3])).unwrap_err(), e, "{what}");
+            for reduce in [sp::Reduce::Sum, sp::Reduce::Mean, sp::Reduce::Amax, sp::Reduce::Amin] {
+                assert_eq!(sp::try_mm_reduce(&s, ones([2, 3]), reduce).unwrap_err(), e, "{what}: {reduce:?}");
+            }
             assert_eq!(sp::try_mm_dense_sparse(ones([3, 2]), &s).unwrap_err(), e, "{what}");
             assert_eq!(sp::try_softmax(&s, 1).unwrap_err(), e, "{what}");
             assert_eq!(s.try_to_dense().unwrap_err(), e, "{what}");
@@ -751,6 +754,10 @@ fn fuzz_case(seed: u64) -> Outcome {
         assert_eq!(s.try_to_dense().unwrap_err(), e, "{what}");
         assert_eq!(s.to_sparse_csr().unwrap_err(), e, "{what}");
         assert_eq!(sp::try_mm(&s, f64s(&vec![1.0; k * 2], [k, 2], &dev())).unwrap_err(), e, "{what}");
+        for reduce in [sp::Reduce::Mean, sp::Reduce::Amax] {
+            let x = f64s(&vec![1.0; k * 2], [k, 2], &dev());
+            assert_eq!(sp::try_mm_reduce(&s, x, reduce).unwrap_err(), e, "{what}: {reduce:?}");
+        }
         assert_eq!(sp::try_mm_dense_sparse(f64s(&vec![1.0; 2 * m], [2, m], &dev()), &s).unwrap_err(), e, "{what}");
         assert_eq!(
             sp::try_sampled_addmm(
@@ -779,6 +786,8 @@ fn fuzz_case(seed: u64) -> Outcome {
     let n = 1 + rng.below(3);
     let x: Vec<f64> = (0..k * n).map(|_| rng.below(7) as f64 - 3.0).collect();
     assert_eq!(floats(sp::try_mm(&s, f64s(&x, [k, n], &dev())).unwrap()), matmul(&dense, &x, m, k, n), "{what}: mm");
+    let summed = sp::try_mm_reduce(&s, f64s(&x, [k, n], &dev()), sp::Reduce::Sum).unwrap();
+    assert_eq!(floats(summed), matmul(&dense, &x, m, k, n), "{what}: mm_reduce sum");
     let y: Vec<f64> = (0..n * m).map(|_| rng.below(7) as f64 - 3.0).collect();
     assert_eq!(
         floats(sp::try_mm_dense_sparse(f64s(&y, [n, m], &dev()), &s).unwrap()),

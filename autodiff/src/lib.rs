@@ -2,7 +2,8 @@
 //!
 //! The conversions of the backend differentiate through burn's own autodiff (they move values
 //! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
-//! beside it: `spmm` and `sddmm` (each the other's gradient), `spgemm` (sparse · sparse, its
+//! beside it: `spmm` and `sddmm` (each the other's gradient), `spmm_reduce` (the product with
+//! max or min in place of the sum, its gradient through the winning entries), `spgemm` (sparse · sparse, its
 //! gradients masked sparse products),
 //! `softmax` (segment softmax), and
 //! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
@@ -20,6 +21,7 @@ pub mod semi_structured;
 pub mod softmax;
 pub mod spgemm;
 pub mod spmm;
+pub mod spmm_reduce;
 pub mod srste;
 
 pub use gradcheck::{gradcheck, GradInput, GradcheckError, GradcheckOptions, GradcheckReport, Mismatch};

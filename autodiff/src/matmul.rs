@@ -1,6 +1,7 @@
 //! torch.sparse's matmul family as free functions (re-exported from `sparsegrad::sparse`):
-//! `mm` (sparse @ dense, sparse @ sparse: `spgemm`), `mm_dense_sparse` (dense @ sparse,
-//! without torch's double transpose), `addmm`, `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
+//! `mm` (sparse @ dense, sparse @ sparse: `spgemm`), `mm_reduce` (torch's `mm(.., reduce=)`),
+//! `mm_dense_sparse` (dense @ sparse, without torch's double transpose), `addmm`,
+//! `sampled_addmm`, `mv`, `bmm`, `smm`, `hspmm`, `sspaddmm`.
 //!
 //! Every layout is accepted as the sparse operand. CSR runs the kernels directly, CSC runs them
 //! on its arrays as the CSR pattern of the transpose (no conversion), and COO, BSR and BSC are
@@ -20,10 +21,11 @@
 use crate::sddmm::SparseSddmm;
 use crate::spgemm::SparseSpgemm;
 use crate::spmm::SparseSpmm;
+use crate::spmm_reduce::SparseSpmmReduce;
 use burn::backend::Dispatch;
-use burn::tensor::{Int, Tensor};
+use burn::tensor::{Int, Tensor, TensorData};
 use sparsegrad_backend::algebra::validate::check_numel;
-use sparsegrad_backend::alloc::{ensure_allocatable, try_vec};
+use sparsegrad_backend::alloc::{ensure_allocatable, try_filled, try_vec};
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::gather_rows;
 use sparsegrad_backend::spgemm::product_pattern;
@@ -190,6 +192,115 @@ pub fn mm<R: MatmulRhs>(a: &SparseTensor<2>, b: R) -> R::Output {
 /// [`mm`] returning shape and layout errors.
 pub fn try_mm<R: MatmulRhs>(a: &SparseTensor<2>, b: R) -> Result<R::Output> {
     b.rmm(a)
+}
+
+/// The reduction of [`mm_reduce`] over the stored entries of a row (torch's `reduce=` argument
+/// of `sparse.mm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduce {
+    /// `sum_j a_ij x_jc`: the plain product.
+    Sum,
+    /// The sum divided by the row's number of stored entries.
+    Mean,
+    /// `max_j a_ij x_jc`.
+    Amax,
+    /// `min_j a_ij x_jc`.
+    Amin,
+}
+
+/// torch's `sparse.mm(a, x, reduce)`: `out[i, c]` reduces `a_ij · x_jc` over the stored entries
+/// `j` of row `i` (sum, mean, max or min); a row with no stored entry gives 0. Every layout of
+/// `a`; an uncoalesced COO operand is coalesced first (duplicates are one entry, their values
+/// summed). Differentiable w.r.t. the sparse values (on the operand's pattern) and `x`: sum and
+/// mean as [`mm`], amax and amin through the winning entry of every output element (the first
+/// in storage order on a tie, as `scatter_reduce` defines it; torch has no CSR backward for
+/// these, this does). Panics on mismatched shapes (see [`try_mm_reduce`]).
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_autodiff::matmul::{mm_reduce, Reduce};
+/// use sparsegrad_backend::SparseTensor;
+///
+/// let device = Device::flex();
+/// // [[1, 2], [0, 0]]: row 1 has no entry.
+/// let a = SparseTensor::csr_from_vecs(vec![0, 2, 2], vec![0, 1], vec![1.0f32, 2.0], [2, 2], &device)?;
+/// let x = Tensor::<2>::from_data([[3.0f32], [-1.0]], &device);
+/// let out = |r| mm_reduce(&a, x.clone(), r).into_data().try_to_vec::<f32>().unwrap();
+/// assert_eq!(out(Reduce::Sum), [1.0, 0.0]);
+/// assert_eq!(out(Reduce::Mean), [0.5, 0.0]);
+/// assert_eq!(out(Reduce::Amax), [3.0, 0.0]);
+/// assert_eq!(out(Reduce::Amin), [-2.0, 0.0]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
+pub fn mm_reduce(a: &SparseTensor<2>, x: Tensor<2>, reduce: Reduce) -> Tensor<2> {
+    try_mm_reduce(a, x, reduce).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`mm_reduce`] returning shape and layout errors.
+pub fn try_mm_reduce(a: &SparseTensor<2>, x: Tensor<2>, reduce: Reduce) -> Result<Tensor<2>> {
+    const OP: &str = "mm_reduce";
+    let [m, k] = a.shape();
+    if x.dims()[0] != k {
+        return Err(mismatch(OP, &[m, k], &x.dims()));
+    }
+    match reduce {
+        Reduce::Sum => {
+            let c = csr_of(a, OP)?;
+            spmm(OP, &c, x, c.transposed)
+        }
+        Reduce::Mean => {
+            let c = csr_of(a, OP)?;
+            // The operand's row of every entry: the pattern's rows, or (CSC) its columns.
+            let crow = with_ints(&c.crow, |v| v.to_i64());
+            let col = with_ints(&c.col, |v| v.to_i64());
+            let mut counts = try_filled(m, 0u64, "mm_reduce: the rows' entry counts")?;
+            let mut row_of = try_vec(col.len(), "mm_reduce: the entries' rows")?;
+            if c.transposed {
+                row_of.extend(col.iter().map(|&r| r as usize));
+            } else {
+                for (r, w) in crow.windows(2).enumerate() {
+                    row_of.extend(std::iter::repeat_n(r, (w[1] - w[0]) as usize));
+                }
+            }
+            for &r in &row_of {
+                counts[r] += 1;
+            }
+            let scale: Vec<f64> = row_of.iter().map(|&r| 1.0 / counts[r] as f64).collect();
+            let nnz = scale.len();
+            let dtype = c.values.dtype();
+            let scale =
+                Tensor::<1>::from_data(TensorData::new(scale, [nnz]).convert_dtype(dtype), (&a.device(), dtype));
+            let scaled = Csr { values: c.values.clone() * scale, ..c };
+            spmm(OP, &scaled, x, scaled.transposed)
+        }
+        Reduce::Amax | Reduce::Amin => {
+            // The kernel walks the operand's rows: CSC goes to CSR (differentiably).
+            let converted;
+            let rows = if a.layout() == Layout::Csc {
+                a.check_invariants()?;
+                converted = a.to_sparse_csr()?;
+                &converted
+            } else {
+                a
+            };
+            let c = csr_of(rows, OP)?;
+            debug_assert!(!c.transposed);
+            let n = x.dims()[1];
+            ensure_allocatable(m.saturating_mul(n), x.dtype().size(), OP)?;
+            ensure_allocatable(m.saturating_mul(n), 8, OP)?;
+            // SAFETY: `c` is a `Csr` of a checked tensor (its type's invariant): a valid pattern
+            // `[m, k]`, and `x` is `[k, n]` (checked above).
+            Ok(Tensor::from_dispatch(unsafe {
+                <Dispatch as SparseSpmmReduce>::sparse_spmm_arg_extreme(
+                    c.crow.into_dispatch(),
+                    c.col.into_dispatch(),
+                    c.values.into_dispatch(),
+                    x.into_dispatch(),
+                    reduce == Reduce::Amax,
+                )
+            }))
+        }
+    }
 }
 
 /// Dense @ sparse: `x [p, m] @ a [m, k] -> [p, k]`, computed as `(aᵀ xᵀ)ᵀ` on the kernels

@@ -11,7 +11,7 @@
 //!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `filter`, `spdiags`,
 //!   `semi_structured` (2:4 tensors).
 //! - The extension traits, a primitive per file, each with its portable default and its Flex
-//!   impl over the kernels: `spmm`, `sddmm`, `spgemm`, `softmax`, `semi_spmm`, `movement` (the row
+//!   impl over the kernels: `spmm`, `spmm_reduce`, `sddmm`, `spgemm`, `softmax`, `semi_spmm`, `movement` (the row
 //!   movements, with their autodiff rules), and `host` (zero-copy host views of tensors).
 //! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).
 //! - From the kernels crate: [`SparseError`] (`error`), [`Layout`], `alloc`, `pattern`.
@@ -50,6 +50,7 @@ pub mod softmax;
 pub mod spdiags;
 pub mod spgemm;
 pub mod spmm;
+pub mod spmm_reduce;
 pub mod tensor;
 pub mod to_sparse;
 pub mod transpose;

@@ -14,6 +14,8 @@
 //! - `spmm`, `sddmm`, `spmm_backward`, `spgemm`: the products on a [`pattern::CsrPattern`] (`A · X`,
 //!   `Aᵀ · G` through the transposed view, SDDMM, both gradients of a product in one pass, and
 //!   the sparse · sparse product with its gradients).
+//! - `spmm_reduce`: `A · X` with max or min in place of the sum, and its gradients (through
+//!   the winning entry of each output element).
 //! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
 //! - `semi`: 2:4 semi-structured metadata and products.
 //!
@@ -39,6 +41,7 @@ pub mod softmax;
 pub mod spgemm;
 pub mod spmm;
 pub mod spmm_backward;
+pub mod spmm_reduce;
 
 pub use error::{Result, SparseError};
 pub use index::{IndexElem, IndexType};

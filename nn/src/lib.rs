@@ -1,7 +1,19 @@
 //! sparsegrad-nn: sparse neural-network layers for burn.
 //!
 //! - `gcn`: [`GcnConv`] and [`gcn_norm`] (Kipf & Welling's graph convolution).
+//! - `edge_index`: graphs as PyG's `edge_index` `[2, E]` with optional weights: self loops,
+//!   [`to_undirected`], [`degree`], [`gcn_norm_edge_index`] (PyG's `gcn_norm`), and the sparse
+//!   matrices the layers multiply ([`to_propagation_matrix`]).
 //! - `gat`: [`GatConv`] (multi-head graph attention: SDDMM scores, sparse softmax, sparse mm).
+//! - Message passing with PyG's semantics over a propagation matrix (`adj[i, j]` the edge `j ->
+//!   i`): `sage_conv` ([`SageConv`], mean or max aggregation and a root weight), `gin_conv`
+//!   ([`GinConv`], sum and an MLP, fixed or trainable eps), `graph_conv` ([`GraphConv`]),
+//!   `appnp` ([`AppnpPropagation`], K steps of personalised PageRank), `aggregation`
+//!   ([`Aggregation`]: sum, mean, max, min through `mm_reduce`).
+//! - `sampler`: [`NeighborSampler`], GraphSAGE's neighbour sampling for mini-batches (fan-outs
+//!   per hop, seeded), each hop a CSR block the message-passing layers take.
+//! - `partition`: ClusterGCN's batches: [`partition_graph`] (a METIS-like multilevel k-way
+//!   partition) and [`cluster_subgraph`] (the subgraph a batch of parts induces).
 //! - `semi_structured_linear`: [`SemiStructuredLinear`] (a linear layer with a 2:4 weight,
 //!   trained on its kept values).
 //! - `sparse_linear`: [`SparseLinear`] (a linear layer with a fixed CSR pattern and trainable
@@ -24,7 +36,8 @@
 //!   honouring the banner's field and symmetry).
 //! - `io`: Matrix Market files to and from `SparseTensor` (any layout) and dense tensors.
 //! - `error`: [`DataError`], what went wrong reading a file (file, line, what).
-//! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club).
+//! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club; features
+//!   with their values, unlabeled nodes outside the split) and [`normalize_features`].
 //! - `mnist`: the MNIST loader ([`Mnist`], IDX files in `data/mnist/`).
 //!
 //! The dataset loaders (`planetoid`, `mnist`) and gzip-compressed input sit behind the
@@ -32,33 +45,52 @@
 
 #![warn(missing_docs)]
 
+pub mod aggregation;
+pub mod appnp;
 pub mod dropout;
+pub mod edge_index;
 pub mod error;
 pub mod gat;
 pub mod gcn;
+pub mod gin_conv;
+pub mod graph_conv;
 pub mod io;
 #[cfg(feature = "datasets")]
 pub mod mnist;
 pub mod mtx;
+pub mod partition;
 #[cfg(feature = "datasets")]
 pub mod planetoid;
 pub mod prune;
+pub mod sage_conv;
+pub mod sampler;
 pub mod semi_structured_linear;
 pub mod sparse_linear;
 pub mod sparse_training;
 pub mod srste;
 pub mod wanda;
 
+pub use aggregation::Aggregation;
+pub use appnp::{AppnpPropagation, AppnpPropagationConfig};
 pub use dropout::{sparse_dropout, SparseDropout, SparseDropoutConfig};
+pub use edge_index::{
+    add_remaining_self_loops, add_self_loops, degree, gcn_norm_edge_index, remove_self_loops, to_propagation_matrix,
+    to_sparse_adjacency, to_undirected, EdgeIndexWeights, GcnNormOptions,
+};
 pub use error::DataError;
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};
+pub use gin_conv::{GinConv, GinConvConfig, GinMlp, GinNetwork};
+pub use graph_conv::{GraphConv, GraphConvConfig};
 #[cfg(feature = "datasets")]
 pub use mnist::{Mnist, MnistSplit};
 pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
+pub use partition::{cluster_subgraph, partition_graph};
 #[cfg(feature = "datasets")]
-pub use planetoid::Planetoid;
+pub use planetoid::{normalize_features, Planetoid};
 pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m};
+pub use sage_conv::{SageConv, SageConvConfig};
+pub use sampler::{Block, NeighborSampler, SampledSubgraph};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};
 pub use sparse_training::{

@@ -1,8 +1,9 @@
 //! Loaders for the graph datasets shipped in `data/`: the Planetoid export of Cora (Matrix
-//! Market adjacency and features, a TSV of labels and the 140 / 500 / 1000 split) and Zachary's
-//! karate club. Files may be gzip-compressed (`.gz`). The Matrix Market files are read with the
-//! reader of `mtx` ([`read_mtx`], re-exported here with its types), the TSV files with its line
-//! reader.
+//! Market adjacency and features, a TSV of labels and the 140 / 500 / 1000 split; features keep
+//! their values, nodes may be unlabeled) and Zachary's karate club, and the row normalisation of
+//! features ([`normalize_features`]). Files may be gzip-compressed (`.gz`). The Matrix Market
+//! files are read with the reader of `mtx` ([`read_mtx`], re-exported here with its types), the
+//! TSV files with its line reader.
 //!
 //! The files are untrusted input: they are read as streams of lines of at most [`MAX_LINE`]
 //! bytes (never whole into memory), nothing is sized by a number a file declares before the file's
@@ -33,9 +34,13 @@ pub struct Planetoid {
     /// features file (Cora's bag of words) and for the karate club's identity features, the
     /// stored values for a `real` or `integer` one.
     pub feature_values: Vec<f64>,
-    /// Class of every node.
+    /// Class of every node; 0 for an unlabeled node (as PyG's argmax of its all-zero one-hot
+    /// row), which [`Planetoid::unlabeled`] lists and no split holds.
     pub labels: Vec<usize>,
-    /// Number of classes.
+    /// The nodes without a label (label `-1` in the nodes file: Citeseer's isolated test nodes),
+    /// in file order; none of them is in `train`, `val` or `test`.
+    pub unlabeled: Vec<usize>,
+    /// Number of classes: one more than the largest label of a labeled node.
     pub num_classes: usize,
     /// Training nodes (140 for Cora).
     pub train: Vec<usize>,
@@ -137,7 +142,8 @@ impl Planetoid {
     /// `feature_values`), general or symmetric (expanded), one row per node, no entry twice. The
     /// nodes TSV has the header `node<TAB>label<TAB>split` and one line `node<TAB>label<TAB>split`
     /// per node (every node exactly once; split `train`, `val`, `test` or `none`; a label below
-    /// the node count, since more classes than nodes would only add empty classes).
+    /// the node count, since more classes than nodes would only add empty classes, or `-1` for
+    /// an unlabeled node, whose split must be `none`: see [`Planetoid::unlabeled`]).
     pub fn load(dir: impl AsRef<Path>, name: &str) -> Result<Self, DataError> {
         let dir = dir.as_ref();
         let adjacency_path = dir.join(format!("{name}_adjacency.mtx"));
@@ -166,6 +172,7 @@ impl Planetoid {
         let mut lines = Lines::open(&nodes_path)?;
         tsv_header(&mut lines, "node\tlabel\tsplit")?;
         let (mut records, mut train, mut val, mut test) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut unlabeled = Vec::new();
         while lines.advance()? {
             let line = lines.line();
             let mut f = line.split('\t');
@@ -174,6 +181,15 @@ impl Planetoid {
             };
             let node = tsv_node(&lines, node, n, records.len(), &adjacency_path)?;
             let label = match label.parse::<usize>() {
+                _ if label == "-1" => {
+                    if split != "none" {
+                        return Err(lines.error(format_args!(
+                            "node {node} is unlabeled (label -1) but in the {split:?} split; an unlabeled node's split is `none`"
+                        )));
+                    }
+                    unlabeled.push(node);
+                    0
+                }
                 Ok(l) if l < n => l,
                 Ok(l) => {
                     return Err(
@@ -192,7 +208,11 @@ impl Planetoid {
             records.push((lines.number, node, label));
         }
         let labels = labels_of(&lines, &records, n, &adjacency_path)?;
-        let num_classes = labels.iter().max().map_or(0, |m| m + 1);
+        let mut is_labeled = vec![true; n];
+        for &u in &unlabeled {
+            is_labeled[u] = false;
+        }
+        let num_classes = labels.iter().zip(&is_labeled).filter(|(_, &l)| l).map(|(&c, _)| c + 1).max().unwrap_or(0);
         Ok(Self {
             nodes: n,
             edges,
@@ -200,6 +220,7 @@ impl Planetoid {
             features: features.entries,
             feature_values: features.values,
             labels,
+            unlabeled,
             num_classes,
             train,
             val,
@@ -207,14 +228,11 @@ impl Planetoid {
         })
     }
 
-    /// The features as a row-normalised CSR tensor (each row of non-zero sum sums to 1, as Kipf &
-    /// Welling preprocess bag-of-words features; a row summing to 0 becomes zeros, as their
-    /// `1 / rowsum` with infinities set to 0 does), f32 values and int64 indices. Each value is
-    /// `feature_values` (as f32) divided by its row's f32 sum, so a pattern row of `k` entries
-    /// gets `1.0 / k` exactly. Duplicate entries, which [`Planetoid::load`] refuses, are summed.
-    /// Panics if `features` and `feature_values` differ in length or an entry is outside
-    /// `nodes x num_features` (a hand-built value; loaded ones are checked).
-    pub fn features_csr(&self, device: &burn::tensor::Device) -> SparseTensor<2> {
+    /// The features as a CSR tensor with their values (`feature_values`; duplicate entries,
+    /// which [`Planetoid::load`] refuses, summed), f32 values and int64 indices, columns sorted
+    /// per row. Panics if `features` and `feature_values` differ in length or an entry is
+    /// outside `nodes x num_features` (a hand-built value; loaded ones are checked).
+    pub fn feature_matrix(&self, device: &burn::tensor::Device) -> SparseTensor<2> {
         assert_eq!(
             self.features.len(),
             self.feature_values.len(),
@@ -235,10 +253,9 @@ impl Planetoid {
                 }
                 same
             });
-            let sum: f32 = r.iter().map(|&(_, v)| v).sum();
             for &(c, v) in r.iter() {
                 col.push(c);
-                val.push(if sum == 0.0 { 0.0 } else { v / sum });
+                val.push(v);
             }
             crow.push(col.len() as i64);
         }
@@ -250,6 +267,13 @@ impl Planetoid {
             [self.nodes, self.num_features],
         )
         .expect("loaded features are in bounds, sorted and unique per row")
+    }
+
+    /// The features row-normalised ([`normalize_features`] of [`Planetoid::feature_matrix`]):
+    /// each row of non-zero sum sums to 1, as Kipf & Welling preprocess bag-of-words features,
+    /// and a row summing to 0 becomes zeros. A pattern row of `k` entries gets `1.0 / k` exactly.
+    pub fn features_csr(&self, device: &burn::tensor::Device) -> SparseTensor<2> {
+        normalize_features(&self.feature_matrix(device)).expect("a checked CSR matrix")
     }
 
     /// Zachary's karate club from `<dir>/karate.mtx` and `karate_networkx_club.tsv`: identity
@@ -297,12 +321,50 @@ impl Planetoid {
             features: (0..n).map(|i| (i, i)).collect(),
             feature_values: vec![1.0; n],
             labels,
+            unlabeled: Vec::new(),
             num_classes: 2,
             train: vec![0, last],
             val: Vec::new(),
             test: (1..last).collect(),
         })
     }
+}
+
+/// Row normalisation of a feature matrix (PyG's `NormalizeFeatures`, Kipf & Welling's
+/// preprocessing): every stored value divided by the sum of its row's stored values, in the
+/// values' dtype; a row summing to 0 becomes zeros (their `1 / rowsum` with infinities set to
+/// 0). Any layout in, CSR out (an uncoalesced COO input is coalesced first: duplicates are one
+/// entry). The values move with burn ops, so the result is differentiable w.r.t. `x`'s values.
+pub fn normalize_features(x: &SparseTensor<2>) -> sparsegrad_backend::Result<SparseTensor<2>> {
+    x.check_invariants()?;
+    let csr = if x.layout() == sparsegrad_backend::Layout::Csr { x.clone() } else { x.to_sparse_csr()? };
+    if csr.dense_dim() > 0 {
+        return Err(sparsegrad_backend::SparseError::InvalidArgument {
+            operation: "normalize_features",
+            message: format!("hybrid features (dense_dim {}) are not supported", csr.dense_dim()),
+        });
+    }
+    let (crow, _) = csr.compressed_indices_flat().expect("a CSR tensor");
+    let crow = sparsegrad_backend::host::with_ints(&crow, |v| v.to_i64());
+    let [m, _] = csr.shape();
+    let nnz = csr.nnz();
+    let mut rows = Vec::with_capacity(nnz);
+    for (r, w) in crow.windows(2).enumerate() {
+        rows.extend(std::iter::repeat_n(r as i64, (w[1] - w[0]) as usize));
+    }
+    let device = csr.device();
+    let rows = Tensor::<1, Int>::from_data(TensorData::new(rows, [nnz]), (&device, DType::I64));
+    let values = csr.values_flat().reshape([nnz]);
+    let sums = Tensor::<1>::zeros([m], (&device, values.dtype())).select_assign(
+        0,
+        rows.clone(),
+        values.clone(),
+        burn::tensor::IndexingUpdateOp::Add,
+    );
+    let per_entry = sums.select(0, rows);
+    let zero = per_entry.clone().equal_elem(0.0);
+    let normalized = (values / per_entry.mask_fill(zero.clone(), 1.0)).mask_fill(zero, 0.0);
+    Ok(csr.with_values(normalized.reshape([nnz, 1])))
 }
 
 #[cfg(test)]
@@ -391,7 +453,64 @@ mod tests {
         );
         let x = g.features_csr(&burn::tensor::Device::flex());
         assert_eq!(x.values::<1>().unwrap().into_data().try_to_vec::<f32>().unwrap(), vec![0.25, 0.75, 1.0, 0.0]);
+        // Unnormalised, the values as stored: 0.5, 2.0 and -7.0 stay themselves.
+        let feat = "%%MatrixMarket matrix coordinate real general\n3 2 3\n1 1 0.5\n2 2 2.0\n3 1 -7.0\n";
+        write_planetoid(&dir, ADJ, feat, NODES);
+        let g = Planetoid::load(&dir, "t").unwrap();
+        let raw = g.feature_matrix(&burn::tensor::Device::flex());
+        assert_eq!(raw.to_dense().into_data().try_to_vec::<f32>().unwrap(), vec![0.5, 0.0, 0.0, 2.0, -7.0, 0.0]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unlabeled_nodes_are_outside_every_split() {
+        let dir = temp_dir("unlabeled");
+        let nodes = "node\tlabel\tsplit\n0\t2\ttrain\n1\t-1\tnone\n2\t0\ttest\n";
+        write_planetoid(&dir, ADJ, FEAT, nodes);
+        let g = Planetoid::load(&dir, "t").unwrap();
+        assert_eq!((g.labels.clone(), g.unlabeled.clone(), g.num_classes), (vec![2, 0, 0], vec![1], 3));
+        assert_eq!((g.train, g.val, g.test), (vec![0], vec![], vec![2]));
+        // All unlabeled: no classes.
+        write_planetoid(&dir, ADJ, FEAT, "node\tlabel\tsplit\n0\t-1\tnone\n1\t-1\tnone\n2\t-1\tnone\n");
+        let g = Planetoid::load(&dir, "t").unwrap();
+        assert_eq!((g.unlabeled, g.num_classes), (vec![0, 1, 2], 0));
+        // An unlabeled node in a split is an error naming the line.
+        write_planetoid(&dir, ADJ, FEAT, "node\tlabel\tsplit\n0\t0\ttrain\n1\t-1\ttest\n2\t0\tnone\n");
+        let e = Planetoid::load(&dir, "t").unwrap_err().to_string();
+        assert!(e.contains("t_nodes.tsv:3: node 1 is unlabeled (label -1) but in the \"test\" split"), "{e}");
+        write_planetoid(&dir, ADJ, FEAT, "node\tlabel\tsplit\n0\t-2\tnone\n");
+        let e = Planetoid::load(&dir, "t").unwrap_err().to_string();
+        assert!(e.contains("t_nodes.tsv:2: label \"-2\" is not a non-negative integer"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Row normalisation against the dense definition (rows divided by their sums, zero-sum rows
+    /// zero) on CSR, CSC, uncoalesced COO and an empty matrix.
+    #[test]
+    fn normalize_features_matches_the_definition() {
+        use burn::tensor::Device;
+        let device = Device::flex();
+        // Rows: [1, 3, 0], [0, 0, 0] (empty), [2, -2, 0] (sums to 0), [0, -4, 0].
+        let dense = [1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 2.0, -2.0, 0.0, 0.0, -4.0, 0.0];
+        let want = [0.25, 0.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+        let x = Tensor::<2>::from_data(TensorData::new(dense.to_vec(), [4, 3]), (&device, DType::F64));
+        let csr = sparsegrad_backend::ToSparse::to_sparse_csr(x.clone()).unwrap();
+        let csc = sparsegrad_backend::ToSparse::to_sparse_csc(x).unwrap();
+        // COO with (0, 1) split into 1 + 2 and stored last.
+        let idx = Tensor::<2, Int>::from_data(
+            TensorData::new(vec![0i64, 2, 2, 3, 0, 0, 0, 0, 1, 1, 1, 1], [2, 6]),
+            (&device, DType::I64),
+        );
+        let vals =
+            Tensor::<1>::from_data(TensorData::new(vec![1.0, 2.0, -2.0, -4.0, 1.0, 2.0], [6]), (&device, DType::F64));
+        let coo = SparseTensor::coo(idx, vals, [4, 3]).unwrap();
+        assert!(!coo.is_coalesced());
+        for (name, s) in [("csr", csr), ("csc", csc), ("uncoalesced coo", coo)] {
+            let got: Vec<f64> = normalize_features(&s).unwrap().to_dense().into_data().iter::<f64>().collect();
+            assert_eq!(got, want, "{name}");
+        }
+        let empty = SparseTensor::<2>::empty([2, 5], &device);
+        assert_eq!(normalize_features(&empty).unwrap().nnz(), 0);
     }
 
     #[test]

@@ -7,10 +7,14 @@
 mod common_ops;
 
 mod dropout;
+mod edge_index;
 mod gat;
 mod gcn;
+mod graph_layers;
 mod mnist;
+mod partition;
 mod prune;
+mod sampler;
 mod semi_structured_linear;
 mod sparse_linear;
 mod sparse_param;

@@ -14,6 +14,7 @@ mod io;
 mod linalg;
 mod matmul;
 mod matmul_grad;
+mod mm_reduce;
 mod plain_data;
 mod properties;
 mod reduce;

@@ -1,0 +1,265 @@
+//! SpMM with an extreme in place of the sum (`reduce = "amax" | "amin"`), behind the burn
+//! extension trait [`SpmmReduceKernels`]: the forward gives the extremes and, for every output
+//! element, the storage position of the entry that won (its arg); the backward sends the output
+//! gradient to those entries only. Forward only: the rule that differentiates it lives in
+//! `sparsegrad-autodiff`'s `spmm_reduce`.
+//!
+//! Flex runs the host kernels of `sparsegrad_kernels::spmm_reduce` on its buffers (f32 and f64;
+//! f16 and bf16 widened to f32); any other backend gets a default that reads the operands back
+//! to the host, runs the same kernels in f64 and uploads the result.
+//!
+//! The methods are `unsafe` for the reason `SpmmKernels`'s are: they take the pattern as raw
+//! index tensors that the kernels walk through unchecked offsets.
+
+use crate::flex::*;
+use crate::spmm::with_pattern;
+use burn::backend::flex::FlexTensor;
+use burn::backend::{
+    backend_extension, read_sync,
+    tensor::{FloatTensor, IntTensor},
+    Backend, Flex, TensorMetadata,
+};
+use burn::tensor::{DType, TensorData};
+use sparsegrad_kernels::alloc::out_len;
+use sparsegrad_kernels::pattern::CsrPattern;
+use sparsegrad_kernels::spmm_reduce::{spmm_arg_extreme, spmm_arg_extreme_backward};
+
+/// The arg-extreme product kernels.
+///
+/// # Safety
+/// Every method takes a CSR pattern `A [m, k]` as `crow [m + 1]` and `col [nnz]`, valid as
+/// `CsrPattern::new` checks it, with `k` the rows of `x`; `values [nnz]`, `x [k, n]`.
+#[backend_extension(Flex)]
+pub trait SpmmReduceKernels: Backend {
+    /// The extremes of `a[i, j] · x[j, c]` over each row's entries (`max`, else min) `[m, n]`,
+    /// and the winning entries' positions `[m, n]` (int64; `nnz` for an empty row, whose
+    /// output is 0). Ties go to the first entry in storage order.
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn csr_spmm_arg_extreme(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        max: bool,
+    ) -> (FloatTensor<Self>, IntTensor<Self>) {
+        // SAFETY: this method's contract is the default's.
+        unsafe { default::arg_extreme::<Self>(crow, col, values, x, max) }
+    }
+
+    /// Both gradients from the forward's `arg` and the output gradient `g [m, n]`, in one flat
+    /// tensor: `dX`'s `k · n` elements, then the values' `nnz`.
+    ///
+    /// # Safety
+    /// See the trait; `arg` is the forward's (an entry of its row, or `nnz`: checked anyway).
+    unsafe fn csr_spmm_arg_extreme_backward(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        arg: IntTensor<Self>,
+        g: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract is the default's.
+        unsafe { default::arg_extreme_backward::<Self>(crow, col, values, x, arg, g) }
+    }
+}
+
+/// Defaults for backends without host kernels: the operands read back, the host kernels run
+/// in f64, the result uploaded in the values' dtype.
+pub(crate) mod default {
+    use super::*;
+
+    /// [`SpmmReduceKernels::csr_spmm_arg_extreme`] through the host.
+    ///
+    /// # Safety
+    /// As the trait method.
+    pub unsafe fn arg_extreme<B: Backend>(
+        crow: IntTensor<B>,
+        col: IntTensor<B>,
+        values: FloatTensor<B>,
+        x: FloatTensor<B>,
+        max: bool,
+    ) -> (FloatTensor<B>, IntTensor<B>) {
+        let device = x.device();
+        let (dtype, [m, n]) = (x.dtype(), [crow.shape()[0] - 1, x.shape()[1]]);
+        let (crow, col) = (host_ints::<B>(crow), host_ints::<B>(col));
+        let (v, xv) = (host_floats::<B>(values), host_floats::<B>(x));
+        let k = xv.len().checked_div(n).unwrap_or(0);
+        // SAFETY: the caller's pattern (this method's contract), read back unchanged.
+        let a = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], k) };
+        let (out, arg) = spmm_arg_extreme(a, &v, &xv, n, max);
+        (
+            B::float_from_data(TensorData::new(out, [m, n]).convert_dtype(dtype), &device),
+            B::int_from_data(TensorData::new(arg, [m, n]), &device),
+        )
+    }
+
+    /// [`SpmmReduceKernels::csr_spmm_arg_extreme_backward`] through the host.
+    ///
+    /// # Safety
+    /// As the trait method.
+    pub unsafe fn arg_extreme_backward<B: Backend>(
+        crow: IntTensor<B>,
+        col: IntTensor<B>,
+        values: FloatTensor<B>,
+        x: FloatTensor<B>,
+        arg: IntTensor<B>,
+        g: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        let device = x.device();
+        let (dtype, n) = (x.dtype(), x.shape()[1]);
+        let (crow, col, arg) = (host_ints::<B>(crow), host_ints::<B>(col), host_ints::<B>(arg));
+        let (v, xv, gv) = (host_floats::<B>(values), host_floats::<B>(x), host_floats::<B>(g));
+        let k = xv.len().checked_div(n).unwrap_or(0);
+        // SAFETY: the caller's pattern (this method's contract), read back unchanged.
+        let a = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], k) };
+        let grad = spmm_arg_extreme_backward(a, &v, &xv, &arg, &gv, n);
+        let len = grad.len();
+        B::float_from_data(TensorData::new(grad, [len]).convert_dtype(dtype), &device)
+    }
+
+    /// An Int tensor's elements on the host as i64 (the portable defaults' readback).
+    fn host_ints<B: Backend>(t: IntTensor<B>) -> Vec<i64> {
+        read_sync(B::int_into_data(t))
+            .expect("int tensor readback")
+            .convert_dtype(DType::I64)
+            .try_into_vec::<i64>()
+            .expect("i64")
+    }
+
+    /// A Float tensor's elements on the host as f64 (the portable defaults' readback).
+    fn host_floats<B: Backend>(t: FloatTensor<B>) -> Vec<f64> {
+        read_sync(B::float_into_data(t))
+            .expect("float tensor readback")
+            .convert_dtype(DType::F64)
+            .try_into_vec::<f64>()
+            .expect("f64")
+    }
+}
+
+impl SpmmReduceKernels for Flex {
+    unsafe fn csr_spmm_arg_extreme(
+        crow: FlexTensor,
+        col: FlexTensor,
+        values: FlexTensor,
+        x: FlexTensor,
+        max: bool,
+    ) -> (FlexTensor, FlexTensor) {
+        let (crow, col) = (contiguous(crow), contiguous(col));
+        let m = crow.shape()[0] - 1;
+        let [k, n] = [x.shape()[0], x.shape()[1]];
+        // Each kernel leaves its args here (one of the two runs).
+        let args = core::cell::Cell::new(Vec::new());
+        let out = with_real(
+            [values, x],
+            vec![m, n],
+            |[v, x]| {
+                with_pattern!(&crow, &col, k, |a| {
+                    let (out, arg) = spmm_arg_extreme(a, v, x, n, max);
+                    args.set(arg);
+                    out
+                })
+            },
+            |[v, x]| {
+                with_pattern!(&crow, &col, k, |a| {
+                    let (out, arg) = spmm_arg_extreme(a, v, x, n, max);
+                    args.set(arg);
+                    out
+                })
+            },
+        );
+        (out, FlexTensor::from_data(TensorData::new(args.into_inner(), [m, n])))
+    }
+
+    unsafe fn csr_spmm_arg_extreme_backward(
+        crow: FlexTensor,
+        col: FlexTensor,
+        values: FlexTensor,
+        x: FlexTensor,
+        arg: FlexTensor,
+        g: FlexTensor,
+    ) -> FlexTensor {
+        let (crow, col) = (contiguous(crow), contiguous(col));
+        let arg = contiguous(arg);
+        let widened;
+        let arg: &[i64] = match int_slice(&arg) {
+            crate::host::IntSlice::I64(s) => s,
+            other => {
+                widened = other.to_i64();
+                &widened
+            }
+        };
+        let [k, n] = [x.shape()[0], x.shape()[1]];
+        let total = vec![out_len(k, n, "spmm_arg_extreme backward: dX")
+            .checked_add(col.shape()[0])
+            .expect("spmm_arg_extreme backward: gradient length overflows usize")];
+        with_real(
+            [values, x, g],
+            total,
+            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
+            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Flex methods and the portable defaults agree (f64 and f32).
+    #[test]
+    fn flex_and_defaults_agree() {
+        let ints = |v: Vec<i64>| FlexTensor::from_data(TensorData::new(v.clone(), [v.len()]));
+        let (crow, col) = (vec![0i64, 2, 2, 4], vec![0i64, 2, 1, 2]);
+        for dtype in [DType::F64, DType::F32] {
+            let f =
+                |v: Vec<f64>, shape: Vec<usize>| FlexTensor::from_data(TensorData::new(v, shape).convert_dtype(dtype));
+            let values = f(vec![2.0, -1.0, 3.0, 3.0], vec![4]);
+            let x = f(vec![1.0, -2.0, 5.0, 0.5, 5.0, 4.0], vec![3, 2]);
+            let g = f(vec![1.0, 10.0, 100.0, 100.0, 2.0, 3.0], vec![3, 2]);
+            let host = |t: FlexTensor| t.into_data().convert_dtype(DType::F64).try_into_vec::<f64>().unwrap();
+            let hint = |t: FlexTensor| t.into_data().convert_dtype(DType::I64).try_into_vec::<i64>().unwrap();
+            for max in [true, false] {
+                // SAFETY: a valid pattern [3, 3] (row pointers 0..=4, columns below 3).
+                let (o1, a1) = unsafe {
+                    Flex::csr_spmm_arg_extreme(ints(crow.clone()), ints(col.clone()), values.clone(), x.clone(), max)
+                };
+                // SAFETY: as above.
+                let (o2, a2) = unsafe {
+                    default::arg_extreme::<Flex>(ints(crow.clone()), ints(col.clone()), values.clone(), x.clone(), max)
+                };
+                assert_eq!(host(o1), host(o2));
+                let (a1, a2) = (hint(a1), hint(a2));
+                assert_eq!(a1, a2);
+                let arg = ints(a1);
+                // SAFETY: as above; `arg` is the forward's.
+                let b1 = unsafe {
+                    Flex::csr_spmm_arg_extreme_backward(
+                        ints(crow.clone()),
+                        ints(col.clone()),
+                        values.clone(),
+                        x.clone(),
+                        arg.clone(),
+                        g.clone(),
+                    )
+                };
+                // SAFETY: as above.
+                let b2 = unsafe {
+                    default::arg_extreme_backward::<Flex>(
+                        ints(crow.clone()),
+                        ints(col.clone()),
+                        values.clone(),
+                        x.clone(),
+                        arg,
+                        g.clone(),
+                    )
+                };
+                let (b1, b2) = (host(b1), host(b2));
+                assert_eq!(b1.len(), 6 + 4);
+                assert_eq!(b1, b2);
+            }
+        }
+    }
+}
