@@ -172,10 +172,10 @@ pub fn top_gradient_positions(
                 stored[col[e]] = !dropped[e];
             }
             let row = (r - r0) * d_input..(r - r0 + 1) * d_input;
-            for c in 0..d_input {
+            for (c, &taken) in stored.iter().enumerate() {
                 let g = tile.get(row.start + c);
                 let candidate = (g.abs(), r * d_input + c);
-                if stored[c] || floor.is_some_and(|f| better(&candidate, &f) != Ordering::Less) {
+                if taken || floor.is_some_and(|f| better(&candidate, &f) != Ordering::Less) {
                     continue;
                 }
                 best.push(candidate);
