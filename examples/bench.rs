@@ -277,8 +277,9 @@ fn gcn_step(bench: &Bench) {
         &device,
     );
     let mut model = Some(Gcn2 {
-        l0: GcnConvConfig::new(g.num_features, 16).init(&device),
-        l1: GcnConvConfig::new(16, g.num_classes).init(&device),
+        // The anchor's layers have no bias.
+        l0: GcnConvConfig::new(g.num_features, 16).with_bias(false).init(&device),
+        l1: GcnConvConfig::new(16, g.num_classes).with_bias(false).init(&device),
     });
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);

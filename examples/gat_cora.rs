@@ -1,14 +1,19 @@
-//! GAT on Cora with the paper's settings (Veličković et al. 2018): 8 heads x 8 hidden units with
-//! ELU, one output head, dropout 0.6 on the inputs and on the attention coefficients, Adam with
+//! GAT (`sparsegrad::nn::models::Gat`) on a Planetoid graph (Cora by default, `--dataset
+//! cora|citeseer|pubmed`, `--root DIR`) with the paper's settings (Veličković et al. 2018): 8
+//! heads x 8 hidden units with ELU, one output head (eight averaged on PubMed, with lr 0.01 and
+//! weight decay 0.001 there), dropout 0.6 on the inputs and on the attention coefficients, Adam with
 //! lr 0.005 and weight decay 5e-4, early stopping with patience 100 on the validation loss (the
 //! model with the best validation loss is the one tested). Attention runs on the sparse
 //! adjacency: SDDMM scores, sparse softmax, sparse mm. Dropout masks come from burn's generator,
 //! seeded per run with `device.seed`; the model is evaluated under `valid()`.
 //!
-//! `cargo run --release --example gat_cora [-- --seeds N] [--epochs E] [--png PATH]` (`--help`)
+//! `cargo run --release --example gat_cora [-- --seeds N] [--epochs E] [--png PATH] [--dataset
+//! NAME] [--root DIR]` (`--help`)
 //! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
 //! accuracy curves of the first seed as a PNG (default `gat_cora_curves.png`).
 
+#[path = "dataset/mod.rs"]
+mod dataset;
 #[path = "plot/mod.rs"]
 mod plot;
 #[path = "progress/mod.rs"]
@@ -16,17 +21,15 @@ mod progress;
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::nn::{Dropout, DropoutConfig};
 use burn::optim::{AdamConfig, GradientsParams};
-use burn::tensor::{activation::elu, DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use clap::Parser;
-use sparsegrad::nn::{
-    adjacency_with_self_loops, GatConv, GatConvConfig, Planetoid, SparseDropout, SparseDropoutConfig,
-};
+use sparsegrad::nn::models::{Gat, GatConfig};
+use sparsegrad::nn::{adjacency_with_self_loops, Planetoid};
 use sparsegrad::prelude::*;
 use std::path::PathBuf;
 
-/// GAT on Cora (the paper's settings), trained once per seed.
+/// GAT on a Planetoid graph (the paper's settings), trained once per seed.
 #[derive(Parser, Debug)]
 #[command(long_about = None)]
 struct Args {
@@ -39,33 +42,25 @@ struct Args {
     /// Where to write the loss and accuracy curves of seed 0 (PNG).
     #[arg(long, default_value = "gat_cora_curves.png")]
     png: PathBuf,
+    #[command(flatten)]
+    data: dataset::DatasetArgs,
 }
 
-/// Dropout probability of the inputs, the hidden layer and the attention coefficients.
-const P: f64 = 0.6;
-
-#[derive(Module, Debug)]
-struct Gat {
-    l0: GatConv,
-    l1: GatConv,
-    input_dropout: SparseDropout,
-    dropout: Dropout,
+/// The paper's model: 8 heads x 8 features, dropout 0.6; on PubMed 8 output heads.
+fn model(g: &Planetoid, dataset: dataset::Dataset, device: &Device) -> Gat {
+    let output_heads = if dataset == dataset::Dataset::Pubmed { 8 } else { 1 };
+    GatConfig::new(g.num_features, g.num_classes)
+        .with_output_heads(output_heads)
+        .init(device)
+        .expect("a valid configuration")
 }
 
-impl Gat {
-    fn new(g: &Planetoid, device: &Device) -> Self {
-        Gat {
-            l0: GatConvConfig::new(g.num_features, 8).with_heads(8).with_dropout(P).init(device),
-            l1: GatConvConfig::new(64, g.num_classes).with_heads(1).with_concat(false).with_dropout(P).init(device),
-            input_dropout: SparseDropoutConfig::new(P).init(),
-            dropout: DropoutConfig::new(P).init(),
-        }
-    }
-
-    /// Logits; every dropout acts on an autodiff device only (not under `valid()`).
-    fn forward(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
-        let h = elu(self.l0.forward_sparse(adj, &self.input_dropout.forward(x)), 1.0);
-        self.l1.forward(adj, self.dropout.forward(h))
+/// The paper's learning rate and weight decay (PubMed: 0.01 and 0.001).
+fn optimiser_settings(dataset: dataset::Dataset) -> (f64, f64) {
+    if dataset == dataset::Dataset::Pubmed {
+        (0.01, 1e-3)
+    } else {
+        (0.005, 5e-4)
     }
 }
 
@@ -86,19 +81,10 @@ fn evaluate(logits: &Tensor<2>, nodes: &Tensor<1, Int>, labels: &Tensor<1, Int>,
     (loss, correct as f64 / n as f64)
 }
 
-fn l2(model: &Gat) -> Tensor<1> {
-    let sq = |t: Tensor<2>| (t.clone() * t).sum();
-    sq(model.l0.weight.val())
-        + sq(model.l0.att_src.val())
-        + sq(model.l0.att_dst.val())
-        + sq(model.l1.weight.val())
-        + sq(model.l1.att_src.val())
-        + sq(model.l1.att_dst.val())
-}
-
 /// The graph on both devices: the autodiff one trains, the plain one evaluates `valid()` models.
 struct Graph<'a> {
     g: &'a Planetoid,
+    dataset: dataset::Dataset,
     adj: SparseTensor<2>,
     x: SparseTensor<2>,
     adj_eval: SparseTensor<2>,
@@ -115,7 +101,8 @@ struct Curves {
 fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) -> (f64, Curves) {
     device.seed(seed);
     let g = graph.g;
-    let mut model = Gat::new(g, device);
+    let mut model = model(g, graph.dataset, device);
+    let (lr, weight_decay) = optimiser_settings(graph.dataset);
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
     let split = |nodes: &[usize], device: &Device| {
         (
@@ -130,13 +117,13 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     let mut epoch = 0;
     while epoch < epochs && waited < 100 {
-        let logits = model.forward(&graph.adj, &graph.x);
+        let logits = model.forward_sparse(&graph.adj, &graph.x);
         let (loss, train_acc) = evaluate(&logits, &tr_n, &tr_l, device);
-        let loss = loss + l2(&model) * (5e-4 / 2.0);
+        let loss = loss + model.l2_penalty() * (weight_decay / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optim.step(0.005, model, grads);
+        model = optim.step(lr, model, grads);
         let valid = model.valid();
-        let (val_loss, val_acc) = evaluate(&valid.forward(&graph.adj_eval, &graph.x_eval), &va_n, &va_l, eval);
+        let (val_loss, val_acc) = evaluate(&valid.forward_sparse(&graph.adj_eval, &graph.x_eval), &va_n, &va_l, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
         if val_loss < best {
             (best, best_model, waited) = (val_loss, valid, 0);
@@ -153,18 +140,19 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
         });
     }
     progress.finish();
-    let (_, test_acc) = evaluate(&best_model.forward(&graph.adj_eval, &graph.x_eval), &te_n, &te_l, eval);
+    let (_, test_acc) = evaluate(&best_model.forward_sparse(&graph.adj_eval, &graph.x_eval), &te_n, &te_l, eval);
     println!("seed {seed:2}: {epoch} epochs, test accuracy {:.2} %", test_acc * 100.0);
     (test_acc, curves)
 }
 
 fn main() {
     let args = Args::parse();
-    let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
+    let g = args.data.load();
     let device = Device::flex().autodiff();
     let eval = Device::flex();
     let graph = Graph {
         g: &g,
+        dataset: args.data.dataset,
         adj: adjacency_with_self_loops(&g.edges, g.nodes, &device).expect("valid graph"),
         x: g.features_csr(&device),
         adj_eval: adjacency_with_self_loops(&g.edges, g.nodes, &eval).expect("valid graph"),
@@ -193,7 +181,11 @@ fn main() {
                     ],
                 },
             ];
-            let title = format!("GAT on Cora, seed 0: test accuracy {:.1} % (best validation loss)", acc * 100.0);
+            let title = format!(
+                "GAT on {}, seed 0: test accuracy {:.1} % (best validation loss)",
+                args.data.dataset.title(),
+                acc * 100.0
+            );
             match plot::curves(&args.png, &title, &panels, (1000, 420)) {
                 Ok(()) => println!("curves of seed 0: {}", args.png.display()),
                 Err(e) => eprintln!("could not write {}: {e}", args.png.display()),

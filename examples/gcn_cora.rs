@@ -1,4 +1,5 @@
-//! A 2-layer GCN on Cora with the Planetoid split and Kipf & Welling's settings: 16 hidden
+//! A 2-layer GCN (`sparsegrad::nn::models::Gcn`) on a Planetoid graph (Cora by default,
+//! `--dataset cora|citeseer|pubmed`, `--root DIR`) with the Planetoid split and Kipf & Welling's settings: 16 hidden
 //! units, dropout 0.5 (on the sparse bag-of-words features: on their stored values; and on the
 //! hidden layer), weight decay 5e-4 on the first layer, Adam with lr 0.01, 200 epochs, early
 //! stopping on the validation loss (window 10). Features stay sparse (CSR, row-normalised); the
@@ -6,10 +7,13 @@
 //! `mm`. Dropout masks come from burn's generator, seeded per run with `device.seed`; the model
 //! is evaluated under `valid()` (no dropout, no autodiff graph).
 //!
-//! `cargo run --release --example gcn_cora [-- --seeds N] [--epochs E] [--png PATH]` (`--help`)
+//! `cargo run --release --example gcn_cora [-- --seeds N] [--epochs E] [--png PATH] [--dataset
+//! NAME] [--root DIR]` (`--help`)
 //! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
 //! accuracy curves of the first seed as a PNG (default `gcn_cora_curves.png`).
 
+#[path = "dataset/mod.rs"]
+mod dataset;
 #[path = "plot/mod.rs"]
 mod plot;
 #[path = "progress/mod.rs"]
@@ -17,16 +21,16 @@ mod progress;
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::nn::{Dropout, DropoutConfig};
 use burn::optim::{AdamConfig, GradientsParams};
-use burn::tensor::{activation::relu, DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use clap::Parser;
-use sparsegrad::nn::{gcn_norm, GcnConv, GcnConvConfig, Planetoid, SparseDropout, SparseDropoutConfig};
+use sparsegrad::nn::models::{Gcn, GcnConfig};
+use sparsegrad::nn::{gcn_norm, Planetoid};
 use sparsegrad::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// A 2-layer GCN on Cora (Kipf & Welling's settings), trained once per seed.
+/// A 2-layer GCN on a Planetoid graph (Kipf & Welling's settings), trained once per seed.
 #[derive(Parser, Debug)]
 #[command(long_about = None)]
 struct Args {
@@ -39,33 +43,13 @@ struct Args {
     /// Where to write the loss and accuracy curves of seed 0 (PNG).
     #[arg(long, default_value = "gcn_cora_curves.png")]
     png: PathBuf,
+    #[command(flatten)]
+    data: dataset::DatasetArgs,
 }
 
-#[derive(Module, Debug)]
-struct Gcn {
-    l0: GcnConv,
-    l1: GcnConv,
-    /// On the features' stored values.
-    input_dropout: SparseDropout,
-    /// On the hidden layer.
-    dropout: Dropout,
-}
-
-impl Gcn {
-    fn new(g: &Planetoid, device: &Device) -> Self {
-        Gcn {
-            l0: GcnConvConfig::new(g.num_features, 16).init(device),
-            l1: GcnConvConfig::new(16, g.num_classes).init(device),
-            input_dropout: SparseDropoutConfig::new(0.5).init(),
-            dropout: DropoutConfig::new(0.5).init(),
-        }
-    }
-
-    /// Logits `[nodes, classes]`; dropout acts on an autodiff device only (not under `valid()`).
-    fn forward(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
-        let h = relu(self.l0.forward_sparse(adj, &self.input_dropout.forward(x)));
-        self.l1.forward(adj, self.dropout.forward(h))
-    }
+/// Kipf & Welling's model: 16 hidden units, dropout 0.5, no bias.
+fn model(g: &Planetoid, device: &Device) -> Gcn {
+    GcnConfig::new(g.num_features, g.num_classes).with_bias(false).init(device).expect("a valid configuration")
 }
 
 fn ids(v: &[usize], device: &Device) -> Tensor<1, Int> {
@@ -115,7 +99,7 @@ struct Graph<'a> {
 fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) -> (f64, Vec<f64>, Curves) {
     device.seed(seed);
     let g = graph.g;
-    let mut model = Gcn::new(g, device);
+    let mut model = model(g, device);
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
     let train = split(g, &g.train, device);
     let (val, test) = (split(g, &g.val, eval), split(g, &g.test, eval));
@@ -124,14 +108,14 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     for epoch in 0..epochs {
         let t = Instant::now();
-        let logits = model.forward(&graph.adj, &graph.x);
+        let logits = model.forward_sparse(&graph.adj, &graph.x);
         let (loss, train_acc) = evaluate(&logits, &train, device);
-        let w0 = model.l0.weight.val();
+        let w0 = model.layers[0].weight.val();
         let loss = loss + (w0.clone() * w0).sum() * (5e-4 / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(0.01, model, grads);
         step_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        let logits = model.valid().forward(&graph.adj_eval, &graph.x_eval);
+        let logits = model.valid().forward_sparse(&graph.adj_eval, &graph.x_eval);
         let (val_loss, val_acc) = evaluate(&logits, &val, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
         let train_loss = loss.into_scalar::<f32>() as f64;
@@ -149,17 +133,17 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
         }
     }
     progress.finish();
-    let (_, test_acc) = evaluate(&model.valid().forward(&graph.adj_eval, &graph.x_eval), &test, eval);
+    let (_, test_acc) = evaluate(&model.valid().forward_sparse(&graph.adj_eval, &graph.x_eval), &test, eval);
     println!("seed {seed:2}: {} epochs, test accuracy {:.2} %", curves.val_loss.len(), test_acc * 100.0);
     (test_acc, step_ms, curves)
 }
 
 fn main() {
     let args = Args::parse();
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cora");
-    let g = Planetoid::load(&data, "cora").expect("data/cora holds the Planetoid export of Cora");
+    let g = args.data.load();
     println!(
-        "Cora: {} nodes, {} edges, {} features ({} stored), {} classes; split {} / {} / {}",
+        "{}: {} nodes, {} edges, {} features ({} stored), {} classes; split {} / {} / {}",
+        args.data.dataset.title(),
         g.nodes,
         g.edges.len(),
         g.num_features,
@@ -203,7 +187,7 @@ fn main() {
                     ],
                 },
             ];
-            let title = format!("GCN on Cora, seed 0: test accuracy {:.1} %", acc * 100.0);
+            let title = format!("GCN on {}, seed 0: test accuracy {:.1} %", args.data.dataset.title(), acc * 100.0);
             match plot::curves(&args.png, &title, &panels, (1000, 420)) {
                 Ok(()) => println!("curves of seed 0: {}", args.png.display()),
                 Err(e) => eprintln!("could not write {}: {e}", args.png.display()),

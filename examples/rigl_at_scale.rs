@@ -14,6 +14,9 @@ use clap::Parser;
 use sparsegrad::nn::{RigLConfig, SparseLinearConfig};
 use std::time::Instant;
 
+#[path = "memory/mod.rs"]
+mod memory;
+
 /// One RigL update of a large sparse layer: time and peak memory.
 #[derive(Parser, Debug)]
 #[command(long_about = None)]
@@ -30,17 +33,6 @@ struct Args {
     /// Elements of one tile of the dense gradient.
     #[arg(long, default_value_t = 1 << 22, value_parser = clap::value_parser!(u64).range(1..))]
     tile_elements: u64,
-}
-
-/// A field of `/proc/self/status` in KiB (`VmHWM`, `VmRSS`), where the kernel gives it.
-fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn mib(kib: Option<u64>) -> String {
-    kib.map_or("n/a".into(), |k| format!("{:.0} MiB", k as f64 / 1024.0))
 }
 
 fn main() {
@@ -60,13 +52,13 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let rigl = RigLConfig::new(1000).with_tile_elements(args.tile_elements as usize).init().expect("valid settings");
-    let before = status_kib("VmRSS:");
+    let before = memory::status_kib("VmRSS:");
     // Writing 5 resets the peak (VmHWM) to the current resident size (Linux >= 4.0).
-    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let reset = memory::reset_peak();
     let t = Instant::now();
     let (new, rewiring) = rigl.update(1, &layer, x, g).expect("shapes of the layer");
     let seconds = t.elapsed().as_secs_f64();
-    let peak = status_kib("VmHWM:");
+    let peak = memory::peak_kib();
     let dense_gradient = (n as f64) * (n as f64) * 4.0;
     println!(
         "RigL update: {} dropped and {} grown in {seconds:.2} s; {} entries after",
@@ -76,8 +68,8 @@ fn main() {
     );
     println!(
         "resident memory: {} before the update, peak {} during it{}; the dense f32 gradient alone is {:.0} MiB",
-        mib(before),
-        mib(peak),
+        memory::mib(before),
+        memory::mib(peak),
         if reset { "" } else { " (peak not reset: it includes the construction)" },
         dense_gradient / (1 << 20) as f64
     );

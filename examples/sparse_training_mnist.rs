@@ -1,18 +1,18 @@
 //! Sparse training methods side by side on MNIST: LeNet-300-100 (ReLU hidden layers 784-300-100,
 //! a dense 10-way output layer), Adam (lr 3e-3, cosine decay to zero), mini-batches of 128,
 //! inputs scaled to [0, 1], as `sparse_mlp_mnist`. The methods differ in how the hidden layers'
-//! weights become sparse; the sparsity is that of the hidden layers' weights, the same in each
-//! layer:
+//! weights become sparse; the sparsity is that of the hidden layers' weights together (the same
+//! in each layer for gmp; shared Erdős–Rényi for set and rigl, `--distribution`):
 //!
 //! - `dense`: `burn::nn::Linear`, the reference;
 //! - `gmp`: gradual magnitude pruning (Zhu & Gupta) of fully stored `SparseLinear` layers, the
 //!   cubic schedule from 0 to the target between the end of epoch 1 and 60 % of training, every
 //!   100 steps;
-//! - `set`: SET from scratch (a random pattern at the target; at the end of each epoch 30 % of
-//!   the entries closest to zero replaced by random ones);
-//! - `rigl`: RigL from scratch (a random pattern; every 100 steps until 75 % of training, a
-//!   cosine-decaying fraction from 30 % of the smallest entries replaced where the dense
-//!   gradient, computed tile by tile, is largest);
+//! - `set`: SET from scratch on RigL's schedule, as the RigL paper runs it (a random pattern;
+//!   every 100 steps until 75 % of training, a cosine-decaying fraction from 30 % of the
+//!   entries closest to zero replaced by random ones);
+//! - `rigl`: RigL from scratch (the same schedule; the entries grow where the dense gradient,
+//!   computed tile by tile, is largest);
 //! - `srste`: SR-STE 2:4 from scratch (dense master weights, 2:4 forward, straight-through
 //!   gradient with the sparse-refined decay), deployed as `SemiStructuredLinear` for the test;
 //! - `wanda`: one-shot pruning of the trained dense model by |W| x ||X_col|| per output row
@@ -31,8 +31,9 @@ use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{activation::relu, Device, Distribution, Tensor};
 use clap::{Parser, ValueEnum};
 use sparsegrad::nn::{
-    rewire_optimizer, GradualMagnitudePruning, Mnist, MnistSplit, Rewiring, RigL, RigLConfig, SemiStructuredLinear,
-    SetConfig, SparseLinear, SparseLinearConfig, SrsteLinear, SrsteLinearConfig, WandaCalibration,
+    erdos_renyi_densities, rewire_optimizer, DropSchedule, GradualMagnitudePruning, Mnist, MnistSplit, Rewiring, RigL,
+    RigLConfig, SemiStructuredLinear, SetConfig, SparseLinear, SparseLinearConfig, SrsteLinear, SrsteLinearConfig,
+    WandaCalibration,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -63,6 +64,13 @@ struct Args {
     /// Mini-batch size.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..))]
     batch: u64,
+    /// How set and rigl share the stored weights between the hidden layers: `erk` (Erdős–Rényi,
+    /// the papers' choice: the small layer denser) or `uniform` (the same density in each).
+    #[arg(long, value_enum, default_value = "erk")]
+    distribution: Spread,
+    /// SR-STE's sparse-refined decay on the pruned master weights.
+    #[arg(long, default_value_t = 2e-4)]
+    srste_decay: f64,
     /// Where to write test accuracy against sparsity (PNG).
     #[arg(long, default_value = "sparse_training_mnist.png")]
     png: PathBuf,
@@ -75,6 +83,16 @@ fn fraction(s: &str) -> Result<f64, String> {
         Ok(v) => Err(format!("{v} is not in [0, 1)")),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// How a from-scratch pattern's entries are shared between the hidden layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "lower")]
+enum Spread {
+    /// Erdős–Rényi: density proportional to (d_input + d_output) / (d_input d_output).
+    Erk,
+    /// The same density in every hidden layer.
+    Uniform,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -168,7 +186,12 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn new(method: Method, sparsity: f64, seed: u64, device: &Device) -> Self {
+    fn new(method: Method, sparsity: f64, seed: u64, o: &Options, device: &Device) -> Self {
+        let shapes: Vec<[usize; 2]> = SIZES.windows(2).map(|w| [w[1], w[0]]).collect();
+        let densities = match o.distribution {
+            Spread::Erk => erdos_renyi_densities(&shapes, 1.0 - sparsity).expect("a density in [0, 1]"),
+            Spread::Uniform => vec![1.0 - sparsity; shapes.len()],
+        };
         let hidden = SIZES
             .windows(2)
             .enumerate()
@@ -184,11 +207,13 @@ impl Mlp {
                     ),
                     Method::Set | Method::Rigl => Hidden::Sparse(
                         SparseLinearConfig::new(d_input, d_output)
-                            .with_density(1.0 - sparsity)
+                            .with_density(densities[i])
                             .with_seed(pattern_seed)
                             .init(device),
                     ),
-                    Method::Srste => Hidden::Srste(SrsteLinearConfig::new(d_input, d_output).init(device)),
+                    Method::Srste => {
+                        Hidden::Srste(SrsteLinearConfig::new(d_input, d_output).with_decay(o.srste_decay).init(device))
+                    }
                 }
             })
             .collect();
@@ -257,6 +282,8 @@ fn accuracy(model: &Mlp, split: &MnistSplit, device: &Device) -> f64 {
 struct Options {
     epochs: usize,
     batch: usize,
+    distribution: Spread,
+    srste_decay: f64,
 }
 
 /// A trained model and its training time per epoch.
@@ -270,7 +297,7 @@ fn train(method: Method, sparsity: f64, seed: u64, data: &Mnist, o: &Options) ->
     let device = Device::flex().autodiff();
     device.seed(seed);
     let plain = Device::flex();
-    let mut model = Mlp::new(method, sparsity, seed, &device);
+    let mut model = Mlp::new(method, sparsity, seed, o, &device);
     let mut optim: ModuleOptimizer = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
     let n = data.train.len();
@@ -278,8 +305,11 @@ fn train(method: Method, sparsity: f64, seed: u64, data: &Mnist, o: &Options) ->
     let total = o.epochs * steps;
     let gmp = (method == Method::Gmp)
         .then(|| GradualMagnitudePruning::new(sparsity, steps, (total as f64 * 0.6) as usize).with_frequency(100));
-    let rigl: Option<RigL> = (method == Method::Rigl)
-        .then(|| RigLConfig::new((total as f64 * 0.75) as usize).init().expect("the defaults are valid"));
+    let end_step = (total as f64 * 0.75) as usize;
+    let rigl: Option<RigL> =
+        (method == Method::Rigl).then(|| RigLConfig::new(end_step).init().expect("the defaults are valid"));
+    // SET on RigL's schedule, as the RigL paper compares them.
+    let schedule = DropSchedule::new(end_step);
     let mut set = (method == Method::Set).then(|| SetConfig::new().with_seed(seed).init().expect("zeta 0.3"));
     let mut seconds = 0.0;
     for epoch in 0..o.epochs {
@@ -308,9 +338,10 @@ fn train(method: Method, sparsity: f64, seed: u64, data: &Mnist, o: &Options) ->
             let frac = (global - 1) as f64 / total as f64;
             let lr = LR * 0.5 * (1.0 + (std::f64::consts::PI * frac).cos());
             model = optim.step(lr, model, params);
-            let changed = match (&gmp, &rigl) {
-                (Some(gmp), _) => model.rewire(|_, l| gmp.step(global, l).expect("a valid schedule")),
-                (_, Some(rigl)) if probed => {
+            let changed = match (&gmp, set.as_mut(), &rigl) {
+                (Some(gmp), _, _) => model.rewire(|_, l| gmp.step(global, l).expect("a valid schedule")),
+                (_, Some(set), _) => model.rewire(|_, l| set.step(global, &schedule, l).expect("a SET update")),
+                (_, _, Some(rigl)) if probed => {
                     let mut signals = signals.into_iter();
                     model.rewire(|_, l| {
                         let (input, grad) = signals.next().expect("one probe per sparse layer");
@@ -323,10 +354,6 @@ fn train(method: Method, sparsity: f64, seed: u64, data: &Mnist, o: &Options) ->
                 optim = rewire_optimizer(optim, &changed).expect("Adam's state is per entry");
             }
             progress.step(step as u64 + 1, String::new);
-        }
-        if let Some(set) = set.as_mut().filter(|_| epoch + 1 < o.epochs) {
-            let changed = model.rewire(|_, l| Some(set.update(l).expect("a SET update")));
-            optim = rewire_optimizer(optim, &changed).expect("Adam's state is per entry");
         }
         progress.finish();
         seconds += t.elapsed().as_secs_f64();
@@ -372,7 +399,12 @@ fn one_shot(dense: &Mlp, calibration: &Tensor<2>, sparsity: Option<f64>, wanda: 
 
 fn main() {
     let args = Args::parse();
-    let o = Options { epochs: args.epochs as usize, batch: args.batch as usize };
+    let o = Options {
+        epochs: args.epochs as usize,
+        batch: args.batch as usize,
+        distribution: args.distribution,
+        srste_decay: args.srste_decay,
+    };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
     let data = Mnist::load(&dir).unwrap_or_else(|e| panic!("data/mnist holds the MNIST IDX files: {e}"));
     let plain = Device::flex();

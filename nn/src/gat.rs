@@ -7,10 +7,11 @@
 //! sparse `mm`. Nothing `n x n` is ever dense.
 
 use crate::dropout::{SparseDropout, SparseDropoutConfig};
+use crate::edge_index::{add_remaining_self_loops, to_propagation_matrix};
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::Initializer;
-use burn::tensor::{activation::leaky_relu, Tensor};
+use burn::tensor::{activation::leaky_relu, Int, Tensor};
 use sparsegrad_autodiff::matmul::{mm, sampled_addmm};
 use sparsegrad_autodiff::softmax::softmax;
 use sparsegrad_backend::SparseTensor;
@@ -37,6 +38,10 @@ pub struct GatConvConfig {
     /// Dropout probability on the attention coefficients while training (the paper's 0.6).
     #[config(default = 0.0)]
     pub dropout: f64,
+    /// [`GatConv::propagation_pattern`]: replace the graph's self loops by one per node (PyG's
+    /// default), so every node attends to itself.
+    #[config(default = true)]
+    pub add_self_loops: bool,
 }
 
 /// A multi-head graph attention layer.
@@ -60,6 +65,8 @@ pub struct GatConv {
     pub negative_slope: f64,
     /// Dropout on the attention coefficients (stored values of the normalised scores).
     pub attention_dropout: SparseDropout,
+    /// See [`GatConvConfig::add_self_loops`].
+    pub add_self_loops: bool,
 }
 
 impl GatConvConfig {
@@ -81,6 +88,7 @@ impl GatConvConfig {
             concat: self.concat,
             negative_slope: self.negative_slope,
             attention_dropout: SparseDropoutConfig::new(self.dropout).init(),
+            add_self_loops: self.add_self_loops,
         }
     }
 }
@@ -102,30 +110,61 @@ impl GatConv {
     }
 
     /// The layer on dense features `x [n, d_input]` over `adj`'s pattern (its values are not
-    /// used; include self loops in it).
+    /// used; include self loops in it): node `i` attends over the columns of row `i`.
     pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        self.aggregate(adj, x.matmul(self.weight.val()))
+        self.aggregate(adj, x.matmul(self.weight.val()), false).0
     }
 
     /// [`GatConv::forward`] for sparse features.
     pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
-        self.aggregate(adj, mm(x, self.weight.val()))
+        self.aggregate(adj, mm(x, self.weight.val()), false).0
     }
 
-    fn aggregate(&self, adj: &SparseTensor<2>, wh_all: Tensor<2>) -> Tensor<2> {
+    /// [`GatConv::forward`] and the attention coefficients of every head (PyG's
+    /// `return_attention_weights=True`): per head a sparse tensor on `adj`'s pattern whose row
+    /// `i` holds node `i`'s weights over its neighbours (summing to 1, or the dropped-out
+    /// coefficients the output used while training), differentiable like the output.
+    pub fn forward_with_attention(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> (Tensor<2>, Vec<SparseTensor<2>>) {
+        self.aggregate(adj, x.matmul(self.weight.val()), true)
+    }
+
+    /// The pattern this layer attends over for a graph given as PyG's `edge_index` (messages
+    /// from source to target): row `target`, column `source`, with the self loops replaced by
+    /// one per node when [`GatConvConfig::add_self_loops`] (repeated edges merged). Build it
+    /// once and pass it to [`GatConv::forward`].
+    pub fn propagation_pattern(
+        &self,
+        edge_index: &Tensor<2, Int>,
+        num_nodes: usize,
+    ) -> sparsegrad_backend::Result<SparseTensor<2>> {
+        if !self.add_self_loops {
+            return to_propagation_matrix(edge_index, None, num_nodes);
+        }
+        let (with_loops, _) = add_remaining_self_loops(edge_index, None, num_nodes, 1.0)?;
+        to_propagation_matrix(&with_loops, None, num_nodes)
+    }
+
+    fn aggregate(&self, adj: &SparseTensor<2>, wh_all: Tensor<2>, keep: bool) -> (Tensor<2>, Vec<SparseTensor<2>>) {
         let n = wh_all.dims()[0];
         let f = self.d_output;
+        let mut attention = Vec::new();
         let outs: Vec<Tensor<2>> = (0..self.heads)
             .map(|h| {
                 let wh = wh_all.clone().slice([0..n, h * f..(h + 1) * f]);
-                mm(&self.attention(adj, &wh, h), wh)
+                let alpha = self.attention(adj, &wh, h);
+                let out = mm(&alpha, wh);
+                if keep {
+                    attention.push(alpha);
+                }
+                out
             })
             .collect();
         let out =
             if self.concat { Tensor::cat(outs, 1) } else { Tensor::stack::<3>(outs, 0).mean_dim(0).reshape([n, f]) };
-        match &self.bias {
+        let out = match &self.bias {
             Some(b) => out + b.val().unsqueeze::<2>(),
             None => out,
-        }
+        };
+        (out, attention)
     }
 }

@@ -3,6 +3,7 @@
 //! aggregation is the sparse `mm` of the autodiff crate, so gradients w.r.t. `W` (and `X`) never
 //! build a dense `n x n` matrix; sparse inputs (bag-of-words features) multiply `W` directly.
 
+use crate::edge_index::{gcn_norm_edge_index, to_propagation_matrix, GcnNormOptions};
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::Initializer;
@@ -11,16 +12,26 @@ use sparsegrad_autodiff::matmul::mm;
 use sparsegrad_backend::alloc::try_filled;
 use sparsegrad_backend::{SparseError, SparseTensor};
 
-/// Configuration of a [`GcnConv`] layer.
+/// Configuration of a [`GcnConv`] layer, with PyG's `GCNConv` options and defaults.
 #[derive(Config, Debug)]
 pub struct GcnConvConfig {
     /// Input features per node.
     pub d_input: usize,
     /// Output features per node.
     pub d_output: usize,
-    /// Whether to add a bias.
-    #[config(default = false)]
+    /// Whether to add a bias (PyG's default; Kipf & Welling's model has none).
+    #[config(default = true)]
     pub bias: bool,
+    /// [`GcnConv::propagation`]: add the remaining self loops before normalising.
+    #[config(default = true)]
+    pub add_self_loops: bool,
+    /// [`GcnConv::propagation`]: weight the added self loops 2 (`Â = A + 2I`).
+    #[config(default = false)]
+    pub improved: bool,
+    /// [`GcnConv::propagation`]: normalise `D^-1/2 Â D^-1/2`; without it the edge weights (ones
+    /// when none are given) are used as they are and no self loops are added, as in PyG.
+    #[config(default = true)]
+    pub normalize: bool,
 }
 
 /// A graph convolution layer: `Â (X W) + b`.
@@ -32,7 +43,7 @@ pub struct GcnConvConfig {
 /// let device = Device::flex();
 /// // A path 0 - 1 - 2: with self loops, node 1 has degree 3 and the ends degree 2.
 /// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
-/// let conv = GcnConvConfig::new(4, 2).init(&device);
+/// let conv = GcnConvConfig::new(4, 2).with_bias(false).init(&device);
 /// let x = Tensor::<2>::ones([3, 4], &device);
 /// let y = conv.forward(&adj, x.clone());
 /// // The same product with the normalised adjacency made dense.
@@ -46,6 +57,12 @@ pub struct GcnConv {
     pub weight: Param<Tensor<2>>,
     /// `[d_output]`, zeros.
     pub bias: Option<Param<Tensor<1>>>,
+    /// How [`GcnConv::propagation`] builds the matrix from an `edge_index`.
+    pub add_self_loops: bool,
+    /// See [`GcnConvConfig::improved`].
+    pub improved: bool,
+    /// See [`GcnConvConfig::normalize`].
+    pub normalize: bool,
 }
 
 impl GcnConvConfig {
@@ -58,7 +75,13 @@ impl GcnConvConfig {
             device,
         );
         let bias = self.bias.then(|| Initializer::Zeros.init([self.d_output], device));
-        GcnConv { weight, bias }
+        GcnConv {
+            weight,
+            bias,
+            add_self_loops: self.add_self_loops,
+            improved: self.improved,
+            normalize: self.normalize,
+        }
     }
 }
 
@@ -70,7 +93,8 @@ impl GcnConv {
         }
     }
 
-    /// `Â (X W) + b` for dense node features `x [n, d_input]`.
+    /// `Â (X W) + b` for dense node features `x [n, d_input]`, `adj` the propagation matrix
+    /// (from [`gcn_norm`] or [`GcnConv::propagation`]).
     pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
         self.add_bias(mm(adj, x.matmul(self.weight.val())))
     }
@@ -78,6 +102,37 @@ impl GcnConv {
     /// `Â (X W) + b` for sparse node features `x [n, d_input]` (`X W` is a sparse @ dense product).
     pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
         self.add_bias(mm(adj, mm(x, self.weight.val())))
+    }
+
+    /// The matrix this layer propagates over for a graph given as PyG's `edge_index` (messages
+    /// from source to target) with optional `edge_weight`, built with the layer's options
+    /// (PyG's `gcn_norm`: [`gcn_norm_edge_index`]). Build it once and pass it to
+    /// [`GcnConv::forward`] at every step (PyG's `cached = True`); gradients reach a trainable
+    /// `edge_weight` through it.
+    pub fn propagation(
+        &self,
+        edge_index: &Tensor<2, Int>,
+        edge_weight: Option<&Tensor<1>>,
+        num_nodes: usize,
+    ) -> sparsegrad_backend::Result<SparseTensor<2>> {
+        if !self.normalize {
+            return to_propagation_matrix(edge_index, edge_weight, num_nodes);
+        }
+        let options = GcnNormOptions { add_self_loops: self.add_self_loops, improved: self.improved };
+        let (edge_index, weight) = gcn_norm_edge_index(edge_index, edge_weight, num_nodes, options)?;
+        to_propagation_matrix(&edge_index, Some(&weight), num_nodes)
+    }
+
+    /// PyG's `GCNConv.forward(x, edge_index, edge_weight)`: [`GcnConv::propagation`] then
+    /// [`GcnConv::forward`] (the matrix is rebuilt at every call; keep it for repeated calls).
+    pub fn forward_edge_index(
+        &self,
+        x: Tensor<2>,
+        edge_index: &Tensor<2, Int>,
+        edge_weight: Option<&Tensor<1>>,
+    ) -> sparsegrad_backend::Result<Tensor<2>> {
+        let adj = self.propagation(edge_index, edge_weight, x.dims()[0])?;
+        Ok(self.forward(&adj, x))
     }
 }
 

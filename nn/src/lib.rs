@@ -5,6 +5,8 @@
 //!   [`to_undirected`], [`degree`], [`gcn_norm_edge_index`] (PyG's `gcn_norm`), and the sparse
 //!   matrices the layers multiply ([`to_propagation_matrix`]).
 //! - `gat`: [`GatConv`] (multi-head graph attention: SDDMM scores, sparse softmax, sparse mm).
+//! - `models`: [`models::Gcn`] and [`models::Gat`], whole node-classification models (PyG's
+//!   `GCN`/`GAT`) that the examples and a user's program share.
 //! - Message passing with PyG's semantics over a propagation matrix (`adj[i, j]` the edge `j ->
 //!   i`): `sage_conv` ([`SageConv`], mean or max aggregation and a root weight), `gin_conv`
 //!   ([`GinConv`], sum and an MLP, fixed or trainable eps), `graph_conv` ([`GraphConv`]),
@@ -20,7 +22,8 @@
 //!   values).
 //! - `sparse_training`: patterns that change while training: pattern surgery keeping the
 //!   optimizer state ([`SparseLinear::rewire`], [`rewire_optimizer`], [`load_rewired`]),
-//!   gradual magnitude pruning, SET and RigL.
+//!   gradual magnitude pruning, SET and RigL on RigL's cosine schedule, and the Erdős–Rényi
+//!   share of a budget between layers.
 //! - `srste`: [`SrsteLinear`] (2:4 sparse training from scratch with SR-STE: dense master
 //!   weights pruned 2:4 at every step, straight-through gradient plus the sparse-refined decay;
 //!   [`SrsteLinear::to_semi_structured`] gives the deployable layer).
@@ -57,6 +60,7 @@ pub mod graph_conv;
 pub mod io;
 #[cfg(feature = "datasets")]
 pub mod mnist;
+pub mod models;
 pub mod mtx;
 pub mod partition;
 #[cfg(feature = "datasets")]
@@ -94,7 +98,8 @@ pub use sampler::{Block, NeighborSampler, SampledSubgraph};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};
 pub use sparse_training::{
-    load_rewired, rewire_optimizer, GradualMagnitudePruning, Rewiring, RigL, RigLConfig, Set, SetConfig,
+    erdos_renyi_densities, load_rewired, rewire_optimizer, DropSchedule, GradualMagnitudePruning, Rewiring, RigL,
+    RigLConfig, Set, SetConfig,
 };
 pub use srste::{SrsteLinear, SrsteLinearConfig};
 pub use wanda::{wanda_mask, wanda_mask_n_m, wanda_semi_structured, WandaCalibration};

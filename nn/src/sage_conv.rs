@@ -9,6 +9,8 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::Tensor;
+use sparsegrad_autodiff::matmul::mm;
+use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::SparseTensor;
 
 /// Configuration of a [`SageConv`] layer.
@@ -74,6 +76,28 @@ impl SageConv {
         } else {
             out
         }
+    }
+
+    /// [`SageConv::forward`] for sparse node features `x [n, d_input]` (bag-of-words features
+    /// that stay CSR) with a linear aggregation, sum or mean: the transforms run first as sparse
+    /// products (`mm(x, W)`) and the aggregation after, which commutes with them, so nothing
+    /// `n x d_input` is dense. Errors for max and min, which do not commute with `W` (densify
+    /// the features with `to_dense` for those).
+    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> sparsegrad_backend::Result<Tensor<2>> {
+        if matches!(self.aggr, Aggregation::Max | Aggregation::Min) {
+            return Err(invalid(
+                "SageConv::forward_sparse",
+                format!("{:?} aggregation does not commute with the weight; densify the features", self.aggr),
+            ));
+        }
+        let mut out = self.aggr.aggregate(adj, mm(x, self.lin_l.weight.val()));
+        if let Some(b) = &self.lin_l.bias {
+            out = out + b.val().unsqueeze::<2>();
+        }
+        if let Some(lin_r) = &self.lin_r {
+            out = out + targets(adj, mm(x, lin_r.weight.val()));
+        }
+        Ok(if self.normalize { l2_normalize(out) } else { out })
     }
 }
 

@@ -62,8 +62,11 @@ fn forward_matches_dense_formula() {
     let layer = GcnConvConfig::new(5, 3).with_bias(true).init(&device);
     let w = f64s((0..15).map(|i| i as f64 / 7.0 - 1.0).collect(), [5, 3], &device);
     let b = Tensor::<1>::from_data(TensorData::new(vec![0.5f64, -1.0, 2.0], [3]), (&device, DType::F64));
-    let layer =
-        GcnConv { weight: Param::from_tensor(w.clone()), bias: layer.bias.map(|_| Param::from_tensor(b.clone())) };
+    let layer = GcnConv {
+        weight: Param::from_tensor(w.clone()),
+        bias: layer.bias.clone().map(|_| Param::from_tensor(b.clone())),
+        ..layer
+    };
     let x = features(34, 5, &device);
     let got = layer.forward(&adj, x.clone()).into_data().iter::<f64>().collect::<Vec<_>>();
     let expected = (f64s(dense_norm(&g), [34, 34], &device).matmul(x.clone().matmul(w)) + b.unsqueeze::<2>())
@@ -94,8 +97,10 @@ fn gradcheck_layer_weight_and_features() {
         |v| {
             let adj = adj.with_values(adj.values_flat().to_device(&v[0].device()));
             // `Param::initialized` keeps the tensor as given: it stays a node of gradcheck's graph.
-            let layer =
-                GcnConv { weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])), bias: None };
+            let layer = GcnConv {
+                weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])),
+                ..GcnConvConfig::new(4, 2).with_bias(false).init(&v[0].device())
+            };
             layer.forward(&adj, v[1].clone().reshape([34, 4])).tanh().reshape([68])
         },
         &[GradInput::dense("weight", &w), GradInput::dense("features", &x)],
@@ -110,8 +115,10 @@ fn gradcheck_layer_weight_and_features() {
             let adj = adj.with_values(adj.values_flat().to_device(&v[0].device()));
             let xs = xs.with_values(v[1].clone().reshape([xs.nnz(), 1]));
             // `Param::initialized` keeps the tensor as given: it stays a node of gradcheck's graph.
-            let layer =
-                GcnConv { weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])), bias: None };
+            let layer = GcnConv {
+                weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])),
+                ..GcnConvConfig::new(4, 2).with_bias(false).init(&v[0].device())
+            };
             layer.forward_sparse(&adj, &xs).tanh().reshape([68])
         },
         &[GradInput::dense("weight", &w), GradInput::sparse("features", &xs)],

@@ -131,6 +131,25 @@ fn sage_conv_matches_dense() {
     assert!(norms.iter().all(|v| (v - 1.0).abs() < 1e-5), "{norms:?}");
 }
 
+#[test]
+fn sage_conv_on_sparse_features_matches_dense_features() {
+    let device = Device::flex();
+    let a = adj(false, &device);
+    // Features with zeros, as bag-of-words are, stored CSR and COO, and uncoalesced.
+    let x = features(3, &device).clamp_min(0.0);
+    let mut sparse = vec![("csr", x.clone().to_sparse_csr().unwrap()), ("coo", x.clone().to_sparse_coo(2).unwrap())];
+    sparse.push(("uncoalesced", crate::common_ops::uncoalesced::<2, 1>(&sparse[1].1)));
+    for (aggr, root) in [(Aggregation::Mean, true), (Aggregation::Sum, true), (Aggregation::Mean, false)] {
+        let layer = sage(aggr, root, &device);
+        let expected = layer.forward(&a, x.clone());
+        for (layout, xs) in &sparse {
+            assert_near(layer.forward_sparse(&a, xs).unwrap(), expected.clone(), &format!("{aggr:?} {layout}"));
+        }
+    }
+    let e = sage(Aggregation::Max, true, &device).forward_sparse(&a, &sparse[0].1).unwrap_err().to_string();
+    assert!(e.contains("forward_sparse") && e.contains("Max"), "{e}");
+}
+
 fn gin(eps: Option<Tensor<1>>, device: &Device) -> GinConv<GinMlp> {
     GinConv {
         mlp: GinMlp {

@@ -12,6 +12,7 @@ mod gat;
 mod gcn;
 mod graph_layers;
 mod mnist;
+mod models;
 mod partition;
 mod prune;
 mod sampler;

@@ -11,7 +11,8 @@ use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use sparsegrad::nn::sparse_training::rewire::GROWN;
 use sparsegrad::nn::sparse_training::top_gradient_positions;
 use sparsegrad::nn::{
-    load_rewired, rewire_optimizer, GradualMagnitudePruning, RigLConfig, SetConfig, SparseLinear, SparseLinearConfig,
+    erdos_renyi_densities, load_rewired, rewire_optimizer, DropSchedule, GradualMagnitudePruning, RigLConfig,
+    SetConfig, SparseLinear, SparseLinearConfig,
 };
 use sparsegrad::prelude::*;
 use std::collections::HashMap;
@@ -288,6 +289,37 @@ fn set_replaces_the_smallest_at_free_positions() {
 }
 
 #[test]
+fn set_on_the_cosine_schedule_replaces_the_scheduled_fraction() {
+    let _serial = serial();
+    let device = Device::flex();
+    let schedule = DropSchedule::new(1000).with_drop_fraction(0.4).with_update_interval(100);
+    // f_t = 0.4 / 2 (1 + cos(pi t / 1000)); updates at positive multiples of 100 below 1000.
+    for step in [0, 50, 100, 150, 300, 900, 1000, 1200] {
+        let expected =
+            if step >= 1000 { 0.0 } else { 0.2 * (1.0 + (std::f64::consts::PI * step as f64 / 1000.0).cos()) };
+        assert!((schedule.update_fraction(step) - expected).abs() < 1e-12, "step {step}");
+        assert_eq!(schedule.is_update_step(step), step > 0 && step < 1000 && step % 100 == 0, "step {step}");
+    }
+    let layer = SparseLinearConfig::new(30, 20).with_density(0.2).with_seed(Some(2)).init(&device);
+    let mut set = SetConfig::new().with_seed(1).init().unwrap();
+    assert!(set.step(150, &schedule, &layer).unwrap().is_none());
+    for step in [100, 500, 900] {
+        let (new, rw) = set.step(step, &schedule, &layer).unwrap().expect("an update step");
+        let k = (schedule.update_fraction(step) * layer.nnz() as f64).round() as usize;
+        assert_eq!((new.nnz(), rw.grown(), rw.kept()), (layer.nnz(), k, layer.nnz() - k), "step {step}");
+    }
+    // The fraction is checked, and so are RigL's and the schedule's settings.
+    let e = set.replace(&layer, 1.5).unwrap_err().to_string();
+    assert!(e.contains("Set::replace") && e.contains("1.5"), "{e}");
+    let e = RigLConfig::new(10).with_update_interval(0).init().unwrap_err().to_string();
+    assert!(e.contains("update_interval"), "{e}");
+    let e = RigLConfig::new(10).with_drop_fraction(-0.5).init().unwrap_err().to_string();
+    assert!(e.contains("drop_fraction"), "{e}");
+    // A schedule with no interval never updates rather than dividing by zero.
+    assert!(!DropSchedule::new(10).with_update_interval(0).is_update_step(5));
+}
+
+#[test]
 fn rigl_tiled_top_k_equals_the_dense_top_k() {
     let _serial = serial();
     let device = Device::flex();
@@ -342,4 +374,45 @@ fn rigl_update_follows_the_cosine_and_the_probe_gives_dl_dy() {
     let grown: Vec<usize> =
         entries(&new).iter().zip(rw.source()).filter(|(_, s)| **s == GROWN).map(|(e, _)| e.0).collect();
     assert_eq!(grown, expected);
+}
+
+#[test]
+fn erdos_renyi_shares_the_budget_by_sum_over_product() {
+    let shapes = [[300usize, 784], [100, 300], [10, 100]];
+    let numel: Vec<f64> = shapes.iter().map(|s| (s[0] * s[1]) as f64).collect();
+    let total: f64 = numel.iter().sum();
+    for density in [0.02, 0.1, 0.3] {
+        let d = erdos_renyi_densities(&shapes, density).unwrap();
+        let kept: f64 = d.iter().zip(&numel).map(|(d, n)| d * n).sum();
+        assert!((kept - density * total).abs() < 1e-6 * total, "{density}: kept {kept}");
+        // Below the cap, density / (sum / product) is one constant.
+        let eps: Vec<f64> =
+            d.iter().zip(&shapes).map(|(d, s)| d * (s[0] * s[1]) as f64 / (s[0] + s[1]) as f64).collect();
+        if d.iter().all(|&x| x < 1.0) {
+            assert!((eps[0] - eps[1]).abs() < 1e-9 * eps[0] && (eps[0] - eps[2]).abs() < 1e-9 * eps[0], "{eps:?}");
+        }
+    }
+    // At 30 % the 10 x 100 layer would pass 1: it is kept dense, the others share the rest.
+    let d = erdos_renyi_densities(&shapes, 0.3).unwrap();
+    assert_eq!(d[2], 1.0);
+    let rest = 0.3 * total - numel[2];
+    let eps = rest / (784.0 + 300.0 + 300.0 + 100.0);
+    assert!((d[0] - eps * 1084.0 / 235_200.0).abs() < 1e-12 && (d[1] - eps * 400.0 / 30_000.0).abs() < 1e-12, "{d:?}");
+    // The ends, a layer with no elements, a kernel's extra sizes.
+    assert_eq!(erdos_renyi_densities(&shapes, 0.0).unwrap(), vec![0.0; 3]);
+    assert_eq!(erdos_renyi_densities(&shapes, 1.0).unwrap(), vec![1.0; 3]);
+    let d = erdos_renyi_densities(&[vec![0usize, 5], vec![64, 32, 3, 3]], 0.5).unwrap();
+    assert_eq!(d[0], 1.0);
+    assert!((d[1] - 0.5).abs() < 1e-12, "{d:?}");
+    assert!(erdos_renyi_densities::<[usize; 2]>(&[], 0.5).unwrap().is_empty());
+}
+
+#[test]
+fn erdos_renyi_refuses_bad_densities_and_overflow_by_name() {
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let e = erdos_renyi_densities(&[[4usize, 4]], bad).unwrap_err().to_string();
+        assert!(e.contains("erdos_renyi_densities") && e.contains("density"), "{e}");
+    }
+    let e = erdos_renyi_densities(&[[1usize, 1], [usize::MAX, 2]], 0.5).unwrap_err().to_string();
+    assert!(e.contains("layer 1") && e.contains("overflows"), "{e}");
 }

@@ -2,7 +2,8 @@
 //! `update_interval` steps until `end_step`, a layer drops the fraction `f_t` of its stored
 //! entries of smallest magnitude and grows as many where the magnitude of the dense gradient
 //! `dL/dW` is largest among the positions not kept, the grown entries starting at zero. The
-//! fraction decays along a cosine, `f_t = alpha / 2 (1 + cos(pi t / end_step))`.
+//! fraction decays along a cosine, `f_t = alpha / 2 (1 + cos(pi t / end_step))` (the
+//! [`DropSchedule`]).
 //!
 //! The dense gradient of `y = x Wᵀ` is `Gᵀ X` (`G = dL/dy [batch, d_output]`, `X` the layer's
 //! input `[batch, d_input]`), a `d_output x d_input` matrix: the one thing a sparse layer must
@@ -13,6 +14,7 @@
 //! leaf tensor whose gradient is `G`.
 
 use super::rewire::{host_pattern, smallest_entries, Rewiring};
+use super::schedule::DropSchedule;
 use crate::sparse_linear::SparseLinear;
 use burn::config::Config;
 use burn::tensor::Tensor;
@@ -44,36 +46,38 @@ impl RigLConfig {
     /// `tile_elements` is zero.
     pub fn init(&self) -> Checked<RigL> {
         const OP: &str = "RigLConfig::init";
-        if !(0.0..=1.0).contains(&self.drop_fraction) {
-            return Err(invalid(OP, format!("drop_fraction = {} is not in [0, 1]", self.drop_fraction)));
+        let schedule = DropSchedule::new(self.end_step)
+            .with_drop_fraction(self.drop_fraction)
+            .with_update_interval(self.update_interval);
+        schedule.check(OP)?;
+        if self.tile_elements == 0 {
+            return Err(invalid(OP, "tile_elements must be at least 1"));
         }
-        if self.update_interval == 0 || self.tile_elements == 0 {
-            return Err(invalid(OP, "update_interval and tile_elements must be at least 1"));
-        }
-        Ok(RigL { config: self.clone() })
+        Ok(RigL { schedule, tile_elements: self.tile_elements })
     }
 }
 
 /// RigL's schedule and update; see the module docs.
 #[derive(Clone, Debug)]
 pub struct RigL {
-    config: RigLConfig,
+    schedule: DropSchedule,
+    tile_elements: usize,
 }
 
 impl RigL {
-    /// Whether the pattern changes after `step`: a positive multiple of `update_interval`
-    /// below `end_step`.
-    pub fn is_update_step(&self, step: usize) -> bool {
-        step > 0 && step < self.config.end_step && step.is_multiple_of(self.config.update_interval)
+    /// The schedule of the updates.
+    pub fn schedule(&self) -> &DropSchedule {
+        &self.schedule
     }
 
-    /// `f_t = alpha / 2 (1 + cos(pi t / end_step))` before `end_step`, 0 from it on.
+    /// Whether the pattern changes after `step` ([`DropSchedule::is_update_step`]).
+    pub fn is_update_step(&self, step: usize) -> bool {
+        self.schedule.is_update_step(step)
+    }
+
+    /// The fraction replaced at `step` ([`DropSchedule::update_fraction`]).
     pub fn update_fraction(&self, step: usize) -> f64 {
-        if step >= self.config.end_step {
-            return 0.0;
-        }
-        let t = step as f64 / self.config.end_step as f64;
-        self.config.drop_fraction / 2.0 * (1.0 + (std::f64::consts::PI * t).cos())
+        self.schedule.update_fraction(step)
     }
 
     /// The layer after one RigL update at `step`: `k = round(f_t nnz)` entries of smallest
@@ -90,7 +94,7 @@ impl RigL {
     ) -> Checked<(SparseLinear, Rewiring)> {
         let k = (self.update_fraction(step) * layer.nnz() as f64).round() as usize;
         let drop = smallest_entries(layer, k);
-        let grow = top_gradient_positions(layer, &drop, input, output_grad, k, self.config.tile_elements)?;
+        let grow = top_gradient_positions(layer, &drop, input, output_grad, k, self.tile_elements)?;
         layer.rewire(&drop, &grow, None)
     }
 }

@@ -10,6 +10,7 @@
 //! positions otherwise (then fewer than `2 nnz` of them).
 
 use super::rewire::{host_pattern, smallest_entries, Rewiring};
+use super::schedule::DropSchedule;
 use crate::sparse_linear::{SparseLinear, Stream};
 use burn::config::Config;
 use sparsegrad_backend::error::invalid;
@@ -49,7 +50,32 @@ impl Set {
     /// zero entries at random free positions (a dropped position may be drawn again), and the
     /// [`Rewiring`] for the optimizer.
     pub fn update(&mut self, layer: &SparseLinear) -> Checked<(SparseLinear, Rewiring)> {
-        let k = (self.zeta * layer.nnz() as f64).round() as usize;
+        self.replace(layer, self.zeta)
+    }
+
+    /// SET on RigL's schedule (as the RigL paper runs it): at an update step of `schedule`,
+    /// [`Set::replace`] with the schedule's fraction in place of `zeta`; `None` at other steps.
+    /// Call it at every step.
+    pub fn step(
+        &mut self,
+        step: usize,
+        schedule: &DropSchedule,
+        layer: &SparseLinear,
+    ) -> Checked<Option<(SparseLinear, Rewiring)>> {
+        if !schedule.is_update_step(step) {
+            return Ok(None);
+        }
+        self.replace(layer, schedule.update_fraction(step)).map(Some)
+    }
+
+    /// [`Set::update`] with the fraction `fraction` in place of `zeta`: for a schedule that
+    /// changes it along training (see [`Set::step`]). Errors when `fraction` is not in
+    /// `[0, 1]`.
+    pub fn replace(&mut self, layer: &SparseLinear, fraction: f64) -> Checked<(SparseLinear, Rewiring)> {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(invalid("Set::replace", format!("fraction = {fraction} is not in [0, 1]")));
+        }
+        let k = (fraction * layer.nnz() as f64).round() as usize;
         let drop = smallest_entries(layer, k);
         let grow = random_free_positions(layer, &drop, k, &mut self.rng)?;
         layer.rewire(&drop, &grow, None)
