@@ -107,10 +107,8 @@ impl Graph {
         let (sources, targets): (Vec<i64>, Vec<i64>) =
             g.edges.iter().flat_map(|&(u, v)| [(u as i64, v as i64), (v as i64, u as i64)]).unzip();
         let e = sources.len();
-        let edge_index = Tensor::<2, Int>::from_data(
-            TensorData::new([sources, targets].concat(), [2, e]),
-            (device, DType::I64),
-        );
+        let edge_index =
+            Tensor::<2, Int>::from_data(TensorData::new([sources, targets].concat(), [2, e]), (device, DType::I64));
         Graph {
             propagation: to_propagation_matrix(&edge_index, None, g.nodes).expect("a valid graph"),
             normalised: gcn_norm(&g.edges, g.nodes, device).expect("a valid graph"),
@@ -177,7 +175,11 @@ fn split(g: &Planetoid, nodes: &[usize], device: &Device) -> (Tensor<1, Int>, Te
     )
 }
 
-fn evaluate(logits: &Tensor<2>, (nodes, labels): &(Tensor<1, Int>, Tensor<1, Int>), device: &Device) -> (Tensor<1>, f64) {
+fn evaluate(
+    logits: &Tensor<2>,
+    (nodes, labels): &(Tensor<1, Int>, Tensor<1, Int>),
+    device: &Device,
+) -> (Tensor<1>, f64) {
     let picked = logits.clone().select(0, nodes.clone());
     let n = labels.dims()[0];
     let loss = CrossEntropyLossConfig::new().init(device).forward(picked.clone(), labels.clone());

@@ -18,6 +18,8 @@
 //!   the winning entry of each output element).
 //! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
 //! - `semi`: 2:4 semi-structured metadata and products.
+//! - `tall`: tall thin dense matrices (`XᵀX` in f64, `X T` in place, standard normal draws),
+//!   the host steps of the randomized SVD.
 //!
 //! Every kernel whose memory safety rests on a pattern takes a `CsrPattern` (or the
 //! `CscPattern` built from one); the others check their operands' sizes. None of them is
@@ -42,6 +44,7 @@ pub mod spgemm;
 pub mod spmm;
 pub mod spmm_backward;
 pub mod spmm_reduce;
+pub mod tall;
 
 pub use error::{Result, SparseError};
 pub use index::{IndexElem, IndexType};

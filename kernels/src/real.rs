@@ -7,17 +7,37 @@ pub trait Real:
 {
     /// `a * b + c`, fused where the caller compiled for FMA.
     fn mul_add(a: Self, b: Self, c: Self) -> Self;
+    /// Widened to f64 (exact).
+    fn to_f64(self) -> f64;
+    /// Rounded from f64 to the nearest value.
+    fn from_f64(v: f64) -> Self;
 }
 impl Real for f32 {
     #[inline(always)]
     fn mul_add(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
     }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> f32 {
+        v as f32
+    }
 }
 impl Real for f64 {
     #[inline(always)]
     fn mul_add(a: f64, b: f64, c: f64) -> f64 {
         a.mul_add(b, c)
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> f64 {
+        v
     }
 }
 

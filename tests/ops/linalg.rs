@@ -251,6 +251,26 @@ fn svd_lowrank_gradients() {
             check_lowrank_grad(&name, |a| svd_lowrank(a, Some(q), Some(niter), None).unwrap(), &s);
         }
     }
+    // Wide inputs (torch's algorithm runs on the transpose, U and V swap at the end): a singular
+    // vector may flip its sign inside a finite-difference step, so the checked output is
+    // `U diag(S) Vᵀ`, which no sign flip changes (rank 3 of a rank-5 matrix: not the input).
+    for q in [3usize, 5] {
+        let data = sparse_data(5 * 7, 0.6, 0.5, 2.0, &mut rng);
+        let t = Tensor::<2>::from_data(TensorData::new(data, [5, 7]), (&ad, DType::F64));
+        for (layout, s) in [("csr", t.clone().to_sparse_csr().unwrap()), ("coo", t.clone().to_sparse().unwrap())] {
+            let name = format!("svd_lowrank 5x7 q={q} U S Vt {layout}");
+            let input = GradInput::sparse(&name, &s);
+            let n = input.values.len();
+            let g = |v: &[Tensor<1>]| {
+                v[0].device().seed(7);
+                let a = s.with_values(v[0].clone().reshape(s.values_flat().dims()));
+                let (u, sv, vv) = svd_lowrank(&a, Some(q), Some(1), None).unwrap();
+                (u * sv.unsqueeze::<2>()).matmul(vv.transpose()).reshape([-1])
+            };
+            let report = gradcheck(g, &[input], GradcheckOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(report.checked, n, "{name}");
+        }
+    }
     // With a mean (its gradient flows too, checked through pca_lowrank's column means).
     let data = sparse_data(8 * 4, 0.6, 0.5, 2.0, &mut rng);
     let t = Tensor::<2>::from_data(TensorData::new(data, [8, 4]), (&ad, DType::F64));

@@ -4,15 +4,21 @@
 //!
 //! The matrices here are thin (`m x q` with `q` the sketch or block size) or small (`q x q`):
 //! their factorisations cost `O(m q²)`, which is why they run on the host, in f64 whatever the
-//! tensors' dtype, and why moving them between burn and faer is affordable. A thin matrix stays
-//! row-major as burn holds it ([`Rows`]): faer's products read and write that layout directly,
-//! so the thin QR (CholeskyQR2 below) costs a few passes over it and no transposition. They
-//! never see the sparse operand, which the callers touch only through `mm`.
+//! tensors' dtype. The thin QR of a tensor ([`thin_qr_tensor`], CholeskyQR2) runs on the
+//! tensor's own f32 or f64 storage through the kernels of `sparsegrad_kernels::tall` (Gram
+//! matrices and row products in f64, one output buffer transformed in place): copying a
+//! 100,000 x 16 sketch to f64 and back around each QR cost more, mostly in page faults on the
+//! fresh buffers, than the sparse products. An ill-conditioned sketch falls back to faer's
+//! Householder QR on a row-major f64 copy ([`Rows`]). None of this sees the sparse operand,
+//! which the callers touch only through `mm`.
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
+use sparsegrad_backend::host::{with_floats, FloatSlice};
 use sparsegrad_backend::{Result, SparseError};
+use sparsegrad_kernels::real::Real;
+use sparsegrad_kernels::tall;
 
 fn failed(operation: &'static str, what: &str) -> SparseError {
     SparseError::InvalidArgument {
@@ -110,13 +116,12 @@ pub(crate) fn vec_tensor(v: &[f64], device: &Device, dtype: DType) -> Tensor<1> 
     Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]).convert_dtype(dtype), (device, dtype))
 }
 
-/// One CholeskyQR pass: `x = Q R` from the Cholesky factor of `xᵀ x` (`R = Lᵀ`), `Q = x L⁻ᵀ`.
-/// `None` when the Gram matrix is not numerically positive definite or `R`'s diagonal spans
-/// more than 1e6 (a condition number where the next pass could no longer repair `Q`).
-fn cholesky_qr_pass(x: MatRef<'_, f64>) -> Option<(Rows, Mat<f64>)> {
-    let q = x.ncols();
-    let mut g = Mat::<f64>::zeros(q, q);
-    matmul(g.as_mut(), Accum::Replace, x.transpose(), x, 1.0, par());
+/// `R = Lᵀ` and `(L⁻¹)ᵀ` (row-major, for [`tall::mul_small`]) of the Cholesky factor `L` of
+/// the Gram matrix `g` of a tall matrix. `None` when `g` is not numerically positive definite
+/// or `R`'s diagonal spans more than 1e6 (a condition number where the next pass could no
+/// longer repair `Q`).
+fn cholesky_factors(g: MatRef<'_, f64>) -> Option<(Mat<f64>, Vec<f64>)> {
+    let q = g.nrows();
     let llt = g.llt(Side::Lower).ok()?;
     let l = llt.L();
     let diag: Vec<f64> = (0..q).map(|i| l[(i, i)]).collect();
@@ -127,7 +132,64 @@ fn cholesky_qr_pass(x: MatRef<'_, f64>) -> Option<(Rows, Mat<f64>)> {
     }
     let mut l_inv = Mat::<f64>::identity(q, q);
     l.solve_lower_triangular_in_place(l_inv.as_mut());
-    Some((product(x, l_inv.transpose()), l.transpose().to_owned()))
+    // (L⁻¹)ᵀ row-major is L⁻¹ column-major: element (i, j) of the transpose is l_inv[(j, i)].
+    let t = (0..q * q).map(|k| l_inv[(k % q, k / q)]).collect();
+    Some((l.transpose().to_owned(), t))
+}
+
+/// One CholeskyQR pass: `x = Q R` from the Cholesky factor of `xᵀ x` (`R = Lᵀ`), `Q = x L⁻ᵀ`;
+/// `None` as [`cholesky_factors`].
+fn cholesky_qr_pass(x: MatRef<'_, f64>) -> Option<(Rows, Mat<f64>)> {
+    let q = x.ncols();
+    let mut g = Mat::<f64>::zeros(q, q);
+    matmul(g.as_mut(), Accum::Replace, x.transpose(), x, 1.0, par());
+    let (r, t) = cholesky_factors(g.as_ref())?;
+    Some((product(x, MatRef::from_row_major_slice(&t, q, q)), r))
+}
+
+/// CholeskyQR2 of the row-major `x [m, q]` on the host in its own dtype (the Gram matrices and
+/// each row's product in f64, [`tall`]): `(Q, R)`, or `None` when a pass is ill-conditioned.
+fn cholesky_qr2_rows<T: Real>(x: &[T], m: usize, q: usize) -> Option<(Vec<T>, Mat<f64>)> {
+    let gram = |x: &[T]| {
+        let g = tall::gram(x, m, q);
+        Mat::from_fn(q, q, |i, j| g[i * q + j])
+    };
+    let (r1, t1) = cholesky_factors(gram(x).as_ref())?;
+    let mut out = tall::mul_small(x, m, q, &t1);
+    let (r2, t2) = cholesky_factors(gram(&out).as_ref())?;
+    tall::mul_small_in_place(&mut out, m, q, &t2);
+    Some((out, &r2 * &r1))
+}
+
+/// The thin QR of a tall tensor `x [m, q]` (`m >= q`): `Q` (a tensor of `x`'s dtype on its
+/// device, untracked) and `R`, as [`thin_qr`]. CholeskyQR2 runs on the tensor's own f32 or f64
+/// storage, read once and transformed in place (no f64 copy of an f32 sketch); an
+/// ill-conditioned `x` goes to [`thin_qr`]'s Householder fallback.
+pub(crate) fn thin_qr_tensor(x: &Tensor<2>) -> (Tensor<2>, Mat<f64>) {
+    let [m, q] = x.dims();
+    let (device, dtype) = (x.device(), x.dtype());
+    let fast = with_floats(x, |s| match s {
+        FloatSlice::F32(s) => cholesky_qr2_rows(s, m, q).map(|(v, r)| (TensorData::new(v, [m, q]), r)),
+        FloatSlice::F64(s) => cholesky_qr2_rows(s, m, q).map(|(v, r)| (TensorData::new(v, [m, q]), r)),
+        _ => None,
+    });
+    match fast {
+        Some((data, r)) => (Tensor::from_data(data, (&device, dtype)), r),
+        None => {
+            let (q, r) = thin_qr(Rows::of(x).view());
+            (q.tensor(&device, dtype), r)
+        }
+    }
+}
+
+/// The thin SVD of a tall tensor `x [m, q]` (`m >= q`), as `thin_qr` then the SVD of `R`: `U` a tensor of `x`'s
+/// dtype (untracked), the singular values non-increasing, `V [q, q]`.
+pub(crate) fn thin_svd_tensor(x: &Tensor<2>, operation: &'static str) -> Result<(Tensor<2>, Vec<f64>, Mat<f64>)> {
+    let (q, r) = thin_qr_tensor(x);
+    let svd = r.thin_svd().map_err(|_| failed(operation, "the SVD"))?;
+    let s = svd.S().column_vector().iter().copied().collect();
+    let u_r = to_tensor(svd.U(), &q.device(), q.dtype());
+    Ok((q.matmul(u_r), s, svd.V().to_owned()))
 }
 
 /// The thin QR factorisation of a tall `x [m, q]` (`m >= q`): `Q [m, q]` with orthonormal
@@ -160,15 +222,6 @@ pub(crate) fn thin_qr(x: MatRef<'_, f64>) -> (Rows, Mat<f64>) {
         }
     }
     (out, r)
-}
-
-/// The thin SVD of a tall `x [m, q]` (`m >= q`): `U [m, q]`, the singular values in
-/// non-increasing order and `V [q, q]`, `x = U diag(s) Vᵀ` (the SVD of `R` of the thin QR).
-pub(crate) fn thin_svd(x: MatRef<'_, f64>, operation: &'static str) -> Result<(Rows, Vec<f64>, Mat<f64>)> {
-    let (q, r) = thin_qr(x);
-    let svd = r.thin_svd().map_err(|_| failed(operation, "the SVD"))?;
-    let s = svd.S().column_vector().iter().copied().collect();
-    Ok((product(q.view(), svd.U()), s, svd.V().to_owned()))
 }
 
 /// The eigenpairs of the symmetric `a [q, q]` (its lower triangle is read), the eigenvalues in

@@ -13,13 +13,15 @@
 //! mean: the products are burn's and the library's differentiable ops, and the QR and SVD steps
 //! carry their exact derivatives ([`super::tracked`]), as torch's `linalg.qr` and `linalg.svd` do.
 //! Those derivatives exist where torch's do: sketches of full column rank and distinct non-zero
-//! singular values. The Gaussian test matrix is a constant.
+//! singular values. The Gaussian test matrix is a constant, drawn on the host from a seed that
+//! burn's generator gives.
 
 use super::dense::check_dtype;
 use super::tracked::{qr_q, svd};
 use crate::matmul::{try_mm, try_mm_dense_sparse};
-use burn::tensor::{Distribution, Tensor};
+use burn::tensor::{DType, Device, Distribution, Int, Tensor, TensorData};
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
+use sparsegrad_kernels::tall;
 
 fn invalid(operation: &'static str, message: String) -> SparseError {
     SparseError::InvalidArgument { operation, message }
@@ -90,6 +92,30 @@ impl Operand {
     }
 }
 
+/// The Gaussian test matrix: standard normal draws from a seed taken from burn's generator on
+/// `device` (so `device.seed(..)` repeats them), filled on the host in parallel blocks
+/// ([`tall::fill_standard_normal`]): drawing each element through burn's generator took longer
+/// than the power iterations' sparse products.
+fn gaussian(shape: [usize; 2], device: &Device, dtype: DType) -> Tensor<2> {
+    // Two draws of 31 bits (the default Int dtype may be i32).
+    let words: Vec<i64> = Tensor::<1, Int>::random([2], Distribution::Uniform(0.0, 2_147_483_647.0), device)
+        .into_data()
+        .iter::<i64>()
+        .collect();
+    let seed = ((words[0] as u64) << 31) ^ words[1] as u64;
+    let n = shape[0] * shape[1];
+    let data = if dtype == DType::F64 {
+        let mut v = vec![0.0f64; n];
+        tall::fill_standard_normal(&mut v, seed);
+        TensorData::new(v, shape)
+    } else {
+        let mut v = vec![0.0f32; n];
+        tall::fill_standard_normal(&mut v, seed);
+        TensorData::new(v, shape)
+    };
+    Tensor::from_data(data, (device, dtype))
+}
+
 /// torch's `svd_lowrank(A, q, niter, M)`: `(U [m, q], S [q], V [n, q])` with
 /// `A - M ≈ U diag(S) Vᵀ`, the singular values non-increasing; `q` defaults to 6 and must not
 /// exceed `min(m, n)`, `niter` (power iterations) defaults to 2, and `M` (optional) is a dense
@@ -133,7 +159,7 @@ pub fn svd_lowrank(
     // torch works on a tall matrix: a wide input is transposed, and U and V swap at the end.
     let transposed = rows < cols;
     let op = Operand::new(a, m, transposed)?;
-    let omega = Tensor::<2>::random([op.shape[1], q], Distribution::Normal(0.0, 1.0), (&device, dtype));
+    let omega = gaussian([op.shape[1], q], &device, dtype);
     let mut basis = qr_q(op.apply(omega)?);
     for _ in 0..niter {
         basis = qr_q(op.apply_t(basis)?);

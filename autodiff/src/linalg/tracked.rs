@@ -14,7 +14,7 @@
 //!   `dV = V (F ∘ (S P + Pᵀ S))` with `F_ij = 1 / (s_j² - s_i²)` off the diagonal and 0 on it;
 //!   it needs distinct non-zero singular values (as torch's SVD gradient) and `V` square.
 
-use super::dense::{thin_qr, thin_svd, to_tensor, upper_inverse, vec_tensor, Rows};
+use super::dense::{thin_qr_tensor, thin_svd_tensor, to_tensor, upper_inverse, vec_tensor};
 use burn::tensor::Tensor;
 use faer::Mat;
 use sparsegrad_backend::Result;
@@ -22,8 +22,7 @@ use sparsegrad_backend::Result;
 /// The orthonormal factor `Q [m, q]` of the thin QR of a tall `x [m, q]`, differentiable.
 pub(crate) fn qr_q(x: Tensor<2>) -> Tensor<2> {
     let (device, dtype) = (x.device(), x.dtype());
-    let (q, r) = thin_qr(Rows::of(&x).view());
-    let q = q.tensor(&device, dtype);
+    let (q, r) = thin_qr_tensor(&x);
     if !x.is_tracked() {
         return q;
     }
@@ -41,9 +40,9 @@ pub(crate) fn qr_q(x: Tensor<2>) -> Tensor<2> {
 /// `U [m, q]`, `s [q]` non-increasing, `V [q, q]`.
 pub(crate) fn svd(x: Tensor<2>, operation: &'static str) -> Result<(Tensor<2>, Tensor<1>, Tensor<2>)> {
     let (device, dtype) = (x.device(), x.dtype());
-    let (u, s, v) = thin_svd(Rows::of(&x).view(), operation)?;
+    let (u, s, v) = thin_svd_tensor(&x, operation)?;
     let r = s.len();
-    let (u, v, s_t) = (u.tensor(&device, dtype), to_tensor(v.as_ref(), &device, dtype), vec_tensor(&s, &device, dtype));
+    let (v, s_t) = (to_tensor(v.as_ref(), &device, dtype), vec_tensor(&s, &device, dtype));
     if !x.is_tracked() {
         return Ok((u, s_t, v));
     }

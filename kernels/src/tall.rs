@@ -1,0 +1,218 @@
+//! Kernels on tall thin dense matrices `[rows, q]` (row-major, `q` small): the host steps the
+//! randomized SVD (`linalg::svd_lowrank`) runs between its sparse products. A sketch of a
+//! hundred thousand rows is read once per step, in its own dtype, and transformed in place:
+//! converting it to f64 and back around a library QR cost more than the sparse products.
+//!
+//! - [`gram`]: `Xᵀ X` accumulated in f64 (the products of f32 inputs are exact in f64);
+//! - [`mul_small`] / [`mul_small_in_place`]: `X T` for a small `T [q, q]`, each row in f64;
+//! - [`fill_standard_normal`]: independent N(0, 1) draws from a seed.
+//!
+//! Each runs in parallel over blocks of rows whose results do not depend on the number of
+//! threads: partial Gram matrices are summed in block order, and every block of random draws
+//! has its own stream derived from the seed and the block's index.
+
+use crate::real::{axpy, Real};
+use crate::simd::multiversion;
+use rayon::prelude::*;
+
+/// Rows per parallel block (and elements per block of random draws).
+const BLOCK: usize = 4096;
+
+fn check(len: usize, rows: usize, q: usize, what: &str) {
+    let n = rows.checked_mul(q).unwrap_or_else(|| panic!("{what}: [{rows}, {q}] overflows usize"));
+    assert_eq!(len, n, "{what}: a buffer of {len} elements for [{rows}, {q}]");
+}
+
+/// `g += Xᵀ X` for a block of rows of `x` (`q` columns), `g [q, q]` row-major, in f64: each
+/// row's outer product added a full row of `g` at a time (contiguous and of one length, so it
+/// vectorises; the upper triangle alone, rows of falling length, ran slower).
+/// Inlined into each variant of [`gram_block_dispatch`], so the multiply-adds are compiled for
+/// its instruction set.
+#[inline(always)]
+fn gram_block<T: Real, const FMA: bool>(x: &[T], q: usize, g: &mut [f64]) {
+    let mut row = vec![0.0f64; q];
+    for r in x.chunks_exact(q) {
+        for (d, &v) in row.iter_mut().zip(r) {
+            *d = v.to_f64();
+        }
+        for (i, &xi) in row.iter().enumerate() {
+            axpy::<f64, FMA>(&mut g[i * q..(i + 1) * q], xi, &row);
+        }
+    }
+}
+
+multiversion! {
+    /// `gram_block` compiled for the best vector extension available.
+    fn gram_block_dispatch<T: Real>(x: &[T], q: usize, g: &mut [f64]) => gram_block
+}
+
+/// `Xᵀ X` (`[q, q]`, row-major, symmetric) of the row-major `x [rows, q]`, accumulated in f64.
+pub fn gram<T: Real>(x: &[T], rows: usize, q: usize) -> Vec<f64> {
+    check(x.len(), rows, q, "gram");
+    if q == 0 {
+        return Vec::new();
+    }
+    let partial: Vec<Vec<f64>> = x
+        .par_chunks(BLOCK * q)
+        .map(|block| {
+            let mut g = vec![0.0f64; q * q];
+            gram_block_dispatch(block, q, &mut g);
+            g
+        })
+        .collect();
+    let mut g = vec![0.0f64; q * q];
+    for p in &partial {
+        for (a, b) in g.iter_mut().zip(p) {
+            *a += b;
+        }
+    }
+    g
+}
+
+/// `out = X T` for a block of rows (`q` columns, `t [q, q]` row-major), each row in f64; `out`
+/// may be `x` itself (each row is read whole before it is written). Inlined as `gram_block`.
+#[inline(always)]
+fn mul_block<T: Real, const FMA: bool>(x: Option<&[T]>, out: &mut [T], q: usize, t: &[f64]) {
+    let (mut row, mut acc) = (vec![0.0f64; q], vec![0.0f64; q]);
+    for k in 0..out.len() / q {
+        let src = match x {
+            Some(x) => &x[k * q..(k + 1) * q],
+            None => &out[k * q..(k + 1) * q],
+        };
+        for (d, &v) in row.iter_mut().zip(src) {
+            *d = v.to_f64();
+        }
+        acc.fill(0.0);
+        for (i, &v) in row.iter().enumerate() {
+            axpy::<f64, FMA>(&mut acc, v, &t[i * q..(i + 1) * q]);
+        }
+        for (d, &a) in out[k * q..(k + 1) * q].iter_mut().zip(&acc) {
+            *d = T::from_f64(a);
+        }
+    }
+}
+
+multiversion! {
+    /// `mul_block` compiled for the best vector extension available.
+    fn mul_block_dispatch<T: Real>(x: Option<&[T]>, out: &mut [T], q: usize, t: &[f64]) => mul_block
+}
+
+/// `X T` (`[rows, q]`) for the row-major `x [rows, q]` and `t [q, q]` (row-major), each row
+/// in f64: the step `Q = X R⁻¹` of a CholeskyQR.
+pub fn mul_small<T: Real>(x: &[T], rows: usize, q: usize, t: &[f64]) -> Vec<T> {
+    check(x.len(), rows, q, "mul_small");
+    assert_eq!(t.len(), q * q, "mul_small: T is [{q}, {q}]");
+    let mut out = vec![T::default(); x.len()];
+    if q == 0 {
+        return out;
+    }
+    out.par_chunks_mut(BLOCK * q)
+        .zip(x.par_chunks(BLOCK * q))
+        .for_each(|(o, block)| mul_block_dispatch(Some(block), o, q, t));
+    out
+}
+
+/// `X ← X T` in place (see [`mul_small`]).
+pub fn mul_small_in_place<T: Real>(x: &mut [T], rows: usize, q: usize, t: &[f64]) {
+    check(x.len(), rows, q, "mul_small_in_place");
+    assert_eq!(t.len(), q * q, "mul_small_in_place: T is [{q}, {q}]");
+    if q == 0 {
+        return;
+    }
+    x.par_chunks_mut(BLOCK * q).for_each(|block| mul_block_dispatch(None, block, q, t));
+}
+
+/// splitmix64: the stream of one block of draws.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (-1, 1), 53 random bits.
+    fn symmetric(&mut self) -> f64 {
+        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 52) as f64 - 1.0
+    }
+}
+
+/// Fills `out` with independent standard normal draws (Marsaglia's polar method, in f64) from
+/// `seed`: element `i` depends only on `seed` and `i`, whatever the number of threads.
+pub fn fill_standard_normal<T: Real>(out: &mut [T], seed: u64) {
+    out.par_chunks_mut(BLOCK).enumerate().for_each(|(b, block)| {
+        // Distinct, well-mixed streams per block: the block index goes through one mixing step.
+        let mut rng = SplitMix(SplitMix(seed ^ (b as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)).next());
+        let mut pairs = block.chunks_exact_mut(2);
+        let mut draw = || loop {
+            let (u, v) = (rng.symmetric(), rng.symmetric());
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                let f = (-2.0 * s.ln() / s).sqrt();
+                return (u * f, v * f);
+            }
+        };
+        for pair in &mut pairs {
+            let (a, b) = draw();
+            pair[0] = T::from_f64(a);
+            pair[1] = T::from_f64(b);
+        }
+        if let [last] = pairs.into_remainder() {
+            *last = T::from_f64(draw().0);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gram_and_products_match_direct_sums() {
+        let (rows, q) = (10_000, 3);
+        let x: Vec<f32> = (0..rows * q).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
+        let g = gram(&x, rows, q);
+        for i in 0..q {
+            for j in 0..q {
+                let direct: f64 = (0..rows).map(|r| x[r * q + i] as f64 * x[r * q + j] as f64).sum();
+                assert!((g[i * q + j] - direct).abs() <= 1e-12 * direct.abs().max(1.0), "({i}, {j})");
+            }
+        }
+        let t = [1.0, 2.0, 0.5, 0.25, 1.0, -1.0, -2.0, 0.75, 3.0];
+        let y = mul_small(&x, rows, q, &t);
+        let mut z = x.clone();
+        mul_small_in_place(&mut z, rows, q, &t);
+        assert_eq!(y, z);
+        for r in [0, 4097, rows - 1] {
+            for j in 0..q {
+                let direct: f64 = (0..q).map(|i| x[r * q + i] as f64 * t[i * q + j]).sum();
+                assert_eq!(y[r * q + j], direct as f32, "row {r}, column {j}");
+            }
+        }
+        assert!(gram::<f64>(&[], 0, 0).is_empty() && gram::<f64>(&[], 0, 4) == vec![0.0; 16]);
+    }
+
+    #[test]
+    fn normal_draws_are_standard_and_reproducible() {
+        let mut a = vec![0.0f64; 100_001];
+        fill_standard_normal(&mut a, 42);
+        let mut b = vec![0.0f64; 100_001];
+        fill_standard_normal(&mut b, 42);
+        assert_eq!(a, b);
+        fill_standard_normal(&mut b, 43);
+        assert_ne!(a, b);
+        let n = a.len() as f64;
+        let mean = a.iter().sum::<f64>() / n;
+        let var = a.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        let within_one = a.iter().filter(|v| v.abs() < 1.0).count() as f64 / n;
+        // Five standard errors: mean 0 (sd 1/sqrt(n)), variance 1 (sd sqrt(2/n)), P(|z| < 1).
+        assert!(mean.abs() < 5.0 / n.sqrt(), "mean {mean}");
+        assert!((var - 1.0).abs() < 5.0 * (2.0 / n).sqrt(), "variance {var}");
+        assert!((within_one - 0.682_689_492).abs() < 5.0 * (0.2166 / n).sqrt(), "P(|z| < 1) = {within_one}");
+        // The blocks are independent streams: neighbouring blocks do not repeat each other.
+        assert_ne!(a[..64], a[BLOCK..BLOCK + 64]);
+    }
+}
