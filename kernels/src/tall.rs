@@ -69,24 +69,41 @@ pub fn gram<T: Real>(x: &[T], rows: usize, q: usize) -> Vec<f64> {
     g
 }
 
-/// `out = X T` for a block of rows (`q` columns, `t [q, q]` row-major), each row in f64; `out`
-/// may be `x` itself (each row is read whole before it is written). Inlined as `gram_block`.
+/// One row times `t [q, q]` (row-major) in f64: `acc = row T`.
 #[inline(always)]
-fn mul_block<T: Real, const FMA: bool>(x: Option<&[T]>, out: &mut [T], q: usize, t: &[f64]) {
+fn row_times<const FMA: bool>(row: &[f64], t: &[f64], q: usize, acc: &mut [f64]) {
+    acc.fill(0.0);
+    for (i, &v) in row.iter().enumerate() {
+        axpy::<f64, FMA>(acc, v, &t[i * q..(i + 1) * q]);
+    }
+}
+
+/// `out = X T` for a block of rows (`q` columns, `t [q, q]` row-major), each row in f64.
+/// Inlined as `gram_block`.
+#[inline(always)]
+fn mul_block<T: Real, const FMA: bool>(x: &[T], out: &mut [T], q: usize, t: &[f64]) {
     let (mut row, mut acc) = (vec![0.0f64; q], vec![0.0f64; q]);
-    for k in 0..out.len() / q {
-        let src = match x {
-            Some(x) => &x[k * q..(k + 1) * q],
-            None => &out[k * q..(k + 1) * q],
-        };
+    for (src, dst) in x.chunks_exact(q).zip(out.chunks_exact_mut(q)) {
         for (d, &v) in row.iter_mut().zip(src) {
             *d = v.to_f64();
         }
-        acc.fill(0.0);
-        for (i, &v) in row.iter().enumerate() {
-            axpy::<f64, FMA>(&mut acc, v, &t[i * q..(i + 1) * q]);
+        row_times::<FMA>(&row, t, q, &mut acc);
+        for (d, &a) in dst.iter_mut().zip(&acc) {
+            *d = T::from_f64(a);
         }
-        for (d, &a) in out[k * q..(k + 1) * q].iter_mut().zip(&acc) {
+    }
+}
+
+/// `x = X T` in place for a block of rows (each row read whole before it is written).
+#[inline(always)]
+fn mul_block_in_place<T: Real, const FMA: bool>(x: &mut [T], q: usize, t: &[f64]) {
+    let (mut row, mut acc) = (vec![0.0f64; q], vec![0.0f64; q]);
+    for r in x.chunks_exact_mut(q) {
+        for (d, &v) in row.iter_mut().zip(r.iter()) {
+            *d = v.to_f64();
+        }
+        row_times::<FMA>(&row, t, q, &mut acc);
+        for (d, &a) in r.iter_mut().zip(&acc) {
             *d = T::from_f64(a);
         }
     }
@@ -94,7 +111,12 @@ fn mul_block<T: Real, const FMA: bool>(x: Option<&[T]>, out: &mut [T], q: usize,
 
 multiversion! {
     /// `mul_block` compiled for the best vector extension available.
-    fn mul_block_dispatch<T: Real>(x: Option<&[T]>, out: &mut [T], q: usize, t: &[f64]) => mul_block
+    fn mul_block_dispatch<T: Real>(x: &[T], out: &mut [T], q: usize, t: &[f64]) => mul_block
+}
+
+multiversion! {
+    /// `mul_block_in_place` compiled for the best vector extension available.
+    fn mul_block_in_place_dispatch<T: Real>(x: &mut [T], q: usize, t: &[f64]) => mul_block_in_place
 }
 
 /// `X T` (`[rows, q]`) for the row-major `x [rows, q]` and `t [q, q]` (row-major), each row
@@ -108,7 +130,7 @@ pub fn mul_small<T: Real>(x: &[T], rows: usize, q: usize, t: &[f64]) -> Vec<T> {
     }
     out.par_chunks_mut(BLOCK * q)
         .zip(x.par_chunks(BLOCK * q))
-        .for_each(|(o, block)| mul_block_dispatch(Some(block), o, q, t));
+        .for_each(|(o, block)| mul_block_dispatch(block, o, q, t));
     out
 }
 
@@ -119,7 +141,7 @@ pub fn mul_small_in_place<T: Real>(x: &mut [T], rows: usize, q: usize, t: &[f64]
     if q == 0 {
         return;
     }
-    x.par_chunks_mut(BLOCK * q).for_each(|block| mul_block_dispatch(None, block, q, t));
+    x.par_chunks_mut(BLOCK * q).for_each(|block| mul_block_in_place_dispatch(block, q, t));
 }
 
 /// splitmix64: the stream of one block of draws.
