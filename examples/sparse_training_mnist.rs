@@ -14,7 +14,11 @@
 //! - `rigl`: RigL from scratch (the same schedule; the entries grow where the dense gradient,
 //!   computed tile by tile, is largest);
 //! - `srste`: SR-STE 2:4 from scratch (dense master weights, 2:4 forward, straight-through
-//!   gradient with the sparse-refined decay), deployed as `SemiStructuredLinear` for the test;
+//!   gradient with the sparse-refined decay), deployed as `SemiStructuredLinear` for the test.
+//!   The first layer's groups of four take one pixel from each quarter of the image's rows
+//!   (`--srste-groups interleaved`, a fixed input permutation, as channel permutations for N:M
+//!   sparsity do): four neighbouring pixels are mostly all background or all stroke, and 2:4
+//!   must drop two of them either way;
 //! - `wanda`: one-shot pruning of the trained dense model by |W| x ||X_col|| per output row
 //!   (1024 calibration images), 2:4 and unstructured at each sparsity, with magnitude pruning of
 //!   the same model at the same pattern beside it; no retraining.
@@ -28,7 +32,7 @@ use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
-use burn::tensor::{activation::relu, Device, Distribution, Tensor};
+use burn::tensor::{activation::relu, Device, Distribution, Int, Tensor, TensorData};
 use clap::{Parser, ValueEnum};
 use sparsegrad::nn::{
     erdos_renyi_densities, rewire_optimizer, DropSchedule, GradualMagnitudePruning, Mnist, MnistSplit, Rewiring, RigL,
@@ -71,6 +75,11 @@ struct Args {
     /// SR-STE's sparse-refined decay on the pruned master weights.
     #[arg(long, default_value_t = 2e-4)]
     srste_decay: f64,
+    /// How SR-STE's first layer groups the pixels in fours: `interleaved` (group `g` holds
+    /// pixels `g`, `g + 196`, `g + 392`, `g + 588`: one from each horizontal band of the image)
+    /// or `contiguous` (four neighbours on a row).
+    #[arg(long, value_enum, default_value = "interleaved")]
+    srste_groups: Groups,
     /// Where to write test accuracy against sparsity (PNG).
     #[arg(long, default_value = "sparse_training_mnist.png")]
     png: PathBuf,
@@ -83,6 +92,15 @@ fn fraction(s: &str) -> Result<f64, String> {
         Ok(v) => Err(format!("{v} is not in [0, 1)")),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// How the first 2:4 layer groups its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Groups {
+    /// One pixel from each quarter of the rows per group.
+    Interleaved,
+    /// Four neighbouring pixels per group.
+    Contiguous,
 }
 
 /// How a from-scratch pattern's entries are shared between the hidden layers.
@@ -183,6 +201,9 @@ fn linear_bytes(l: &Linear) -> usize {
 struct Mlp {
     hidden: Vec<Hidden>,
     output: Linear,
+    /// The inputs reach the first layer interleaved (see `Groups`): a fixed permutation.
+    #[module(skip)]
+    interleave: bool,
 }
 
 impl Mlp {
@@ -217,19 +238,34 @@ impl Mlp {
                 }
             })
             .collect();
-        Mlp { hidden, output: LinearConfig::new(SIZES[2], 10).init(device) }
+        let interleave = method == Method::Srste && o.srste_groups == Groups::Interleaved;
+        Mlp { hidden, output: LinearConfig::new(SIZES[2], 10).init(device), interleave }
     }
 
     fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        let h = self.hidden.iter().fold(x, |h, layer| relu(layer.forward(h)));
+        let h = self.hidden.iter().fold(self.order(x), |h, layer| relu(layer.forward(h)));
         self.output.forward(h)
+    }
+
+    /// The inputs in the first layer's order: input `i` is pixel `(i % 4) * (d / 4) + i / 4`
+    /// when interleaved, so each group of four (2:4 keeps two) takes one pixel from each
+    /// quarter of the image's rows instead of four neighbours that are all background or all
+    /// stroke.
+    fn order(&self, x: Tensor<2>) -> Tensor<2> {
+        if !self.interleave {
+            return x;
+        }
+        let d = x.dims()[1];
+        let perm: Vec<i64> = (0..d).map(|i| ((i % 4) * (d / 4) + i / 4) as i64).collect();
+        let perm = Tensor::<1, Int>::from_data(TensorData::new(perm, [d]), &x.device());
+        x.select(1, perm)
     }
 
     /// The forward pass with each sparse hidden layer probed (see `SparseLinear::forward_probed`):
     /// the logits and, per sparse layer, its input and the probe whose gradient is `dL/dy`.
     fn forward_probed(&self, x: Tensor<2>) -> (Tensor<2>, Vec<(Tensor<2>, Tensor<2>)>) {
         let mut probes = Vec::new();
-        let mut h = x;
+        let mut h = self.order(x);
         for layer in &self.hidden {
             h = relu(match layer {
                 Hidden::Sparse(l) => {
@@ -284,6 +320,7 @@ struct Options {
     batch: usize,
     distribution: Spread,
     srste_decay: f64,
+    srste_groups: Groups,
 }
 
 /// A trained model and its training time per epoch.
@@ -394,7 +431,7 @@ fn one_shot(dense: &Mlp, calibration: &Tensor<2>, sparsity: Option<f64>, wanda: 
         h = relu(pruned.forward(h));
         hidden.push(pruned);
     }
-    Mlp { hidden, output: dense.output.clone() }
+    Mlp { hidden, output: dense.output.clone(), interleave: false }
 }
 
 fn main() {
@@ -404,6 +441,7 @@ fn main() {
         batch: args.batch as usize,
         distribution: args.distribution,
         srste_decay: args.srste_decay,
+        srste_groups: args.srste_groups,
     };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
     let data = Mnist::load(&dir).unwrap_or_else(|e| panic!("data/mnist holds the MNIST IDX files: {e}"));
@@ -456,7 +494,7 @@ fn main() {
                             _ => unreachable!("SR-STE trains SrsteLinear layers"),
                         })
                         .collect();
-                    let deployed = Mlp { hidden, output: t.model.output.clone() };
+                    let deployed = Mlp { hidden, output: t.model.output.clone(), interleave: t.model.interleave };
                     record("srste 2:4", 0.5, &deployed, Some(t.epoch_seconds), &mut rows);
                 }
                 Method::Wanda => {
