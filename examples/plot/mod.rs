@@ -15,14 +15,17 @@ use std::sync::Once;
 const FONT: &[u8] = include_bytes!("DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 
-/// Colours of the series, in order (train, validation, then more).
-pub const COLOURS: [RGBColor; 6] = [
+/// Colours of the series, in order (train, validation, then more); distinct for up to eight
+/// series (`sparse_training_mnist` draws seven methods).
+pub const COLOURS: [RGBColor; 8] = [
     RGBColor(200, 40, 40),
     RGBColor(40, 70, 200),
     RGBColor(30, 150, 60),
     RGBColor(220, 140, 0),
     RGBColor(130, 50, 170),
     RGBColor(0, 150, 160),
+    RGBColor(90, 90, 90),
+    RGBColor(230, 90, 170),
 ];
 
 /// One curve: its legend name and its values, one per epoch (x is the epoch, from 1).
