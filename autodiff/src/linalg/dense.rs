@@ -182,8 +182,9 @@ pub(crate) fn thin_qr_tensor(x: &Tensor<2>) -> (Tensor<2>, Mat<f64>) {
     }
 }
 
-/// The thin SVD of a tall tensor `x [m, q]` (`m >= q`), as `thin_qr` then the SVD of `R`: `U` a tensor of `x`'s
-/// dtype (untracked), the singular values non-increasing, `V [q, q]`.
+/// The thin SVD of a tall tensor `x [m, q]` (`m >= q`): [`thin_qr_tensor`], then the SVD of
+/// `R`. `U` is a tensor of `x`'s dtype (untracked), the singular values are non-increasing,
+/// and `V` is `[q, q]`.
 pub(crate) fn thin_svd_tensor(x: &Tensor<2>, operation: &'static str) -> Result<(Tensor<2>, Vec<f64>, Mat<f64>)> {
     let (q, r) = thin_qr_tensor(x);
     let svd = r.thin_svd().map_err(|_| failed(operation, "the SVD"))?;
