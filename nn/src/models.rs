@@ -162,9 +162,17 @@ pub struct Gat {
 }
 
 impl GatConfig {
-    /// A new model on `device`. Errors when `num_layers` is 0 or `dropout` is not in `[0, 1)`.
+    /// A new model on `device`. Errors when `num_layers`, `heads` or `output_heads` is 0 or
+    /// `dropout` is not in `[0, 1)`.
     pub fn init(&self, device: &Device) -> Checked<Gat> {
-        check("GatConfig::init", self.num_layers, self.dropout)?;
+        const OP: &str = "GatConfig::init";
+        check(OP, self.num_layers, self.dropout)?;
+        if self.heads == 0 || self.output_heads == 0 {
+            return Err(invalid(
+                OP,
+                format!("heads = {} and output_heads = {} must be at least 1", self.heads, self.output_heads),
+            ));
+        }
         let layers = (0..self.num_layers)
             .map(|l| {
                 let d_in = if l == 0 { self.d_input } else { self.d_hidden * self.heads };

@@ -207,9 +207,11 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
         ("gcn dropout", GcnConfig::new(5, 3).with_dropout(1.0).init(&device).err()),
         ("gat layers", GatConfig::new(5, 3).with_num_layers(0).init(&device).err()),
         ("gat dropout", GatConfig::new(5, 3).with_dropout(-0.1).init(&device).err()),
+        ("gat heads", GatConfig::new(5, 3).with_heads(0).init(&device).err()),
+        ("gat output heads", GatConfig::new(5, 3).with_output_heads(0).init(&device).err()),
     ] {
         let e = e.unwrap_or_else(|| panic!("{what}: accepted")).to_string();
-        assert!(e.contains("num_layers") || e.contains("dropout"), "{what}: {e}");
+        assert!(e.contains("num_layers") || e.contains("dropout") || e.contains("heads"), "{what}: {e}");
     }
     // Dropout acts while training: two forward passes on an autodiff device differ.
     let ad = Device::flex().autodiff();
