@@ -158,8 +158,9 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(
         let row = |j: usize| b[col[j].to_i64() as usize * d..][..d].as_ptr();
         let mut j = s;
         while j + 4 <= e {
-            prefetch_row(b, col, j + PREFETCH, d, 0, d);
-            prefetch_row(b, col, j + PREFETCH + 2, d, 0, d);
+            for ahead in PREFETCH..PREFETCH + 4 {
+                prefetch_row(b, col, j + ahead, d, 0, d);
+            }
             let (d0, d1, d2, d3) = (dot(&ar, row(j)), dot(&ar, row(j + 1)), dot(&ar, row(j + 2)), dot(&ar, row(j + 3)));
             // SAFETY: entries j..j + 4 lie in this task's part of `out`.
             unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr() as *mut f32, reduce4(d0, d1, d2, d3)) };
