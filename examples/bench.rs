@@ -307,10 +307,11 @@ fn gcn_step(bench: &Bench) {
 
 /// The 2:4 linear layer's product against burn's dense matmul on Flex, same shapes, same run:
 /// `x [M, K] · Wᵀ` with `W [N, K]` pruned to 2:4 by magnitude (the anchors time PyTorch's dense
-/// `F.linear` on these shapes; PyTorch has no CPU 2:4 kernel).
+/// `F.linear` on these shapes; PyTorch has no CPU 2:4 kernel), at prefill sizes (M = 256, 64)
+/// and decode sizes (M = 8, 1), where the weight's bytes bound the product.
 fn linear_2_4(bench: &Bench, device: &Device) {
     use sparsegrad::sparse::semi_structured::{linear, SemiPattern, SemiStructuredTensor};
-    for (m, k, n) in [(256usize, 4096usize, 4096usize), (64, 4096, 11008)] {
+    for (m, k, n) in [(256usize, 4096usize, 4096usize), (64, 4096, 11008), (8, 4096, 11008), (1, 4096, 11008)] {
         let x = dense(m, k, 11, device);
         let w = sparsegrad::nn::prune_2_4(dense(n, k, 12, device)).expect("K is a multiple of 4");
         let ws = SemiStructuredTensor::from_dense(w.clone(), SemiPattern::TwoFour).expect("2:4 after pruning");
@@ -325,6 +326,17 @@ fn linear_2_4(bench: &Bench, device: &Device) {
                 "{:<28} {shape:<24} {:10.2}x faster than burn's dense matmul",
                 "linear_2:4 / dense",
                 dense_ms / semi_ms
+            );
+            // At decode sizes the weight's bytes are the cost: each product reads them once.
+            let dense_bytes = (n * k * 4) as f64;
+            let semi_bytes = (n * (k / 2) * 4 + n * k.div_ceil(16) * 2) as f64;
+            println!(
+                "{:<28} {shape:<24} {:10.1} GB/s 2:4 ({:.1} MB), {:.1} GB/s dense ({:.1} MB)",
+                "linear weight bytes / time",
+                semi_bytes / (semi_ms * 1e-3) / 1e9,
+                semi_bytes / 1e6,
+                dense_bytes / (dense_ms * 1e-3) / 1e9,
+                dense_bytes / 1e6
             );
         }
     }

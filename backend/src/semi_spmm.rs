@@ -15,6 +15,7 @@
 //! are safe to call.
 
 use crate::flex::*;
+use crate::host::IntSlice;
 use crate::sddmm::SddmmKernels;
 use crate::spmm::SpmmKernels;
 use burn::backend::flex::FlexTensor;
@@ -122,10 +123,16 @@ mod default {
 // ------------------------------------------------------------------------------------------
 // Flex.
 
-/// The metadata words of a Flex Int tensor.
-fn words_of(metadata: FlexTensor) -> Vec<i16> {
+/// Runs `f` on the metadata words of a Flex Int tensor: borrowed where they are stored as
+/// `i16` (as `SemiStructuredTensor` keeps them), converted otherwise. A decode-size product
+/// reads each word once, so a per-call conversion (a 22 MB i64 copy at K = 4096, N = 11008)
+/// cost as much as the product.
+fn with_words<R>(metadata: FlexTensor, f: impl FnOnce(&[i16]) -> R) -> R {
     let metadata = contiguous(metadata);
-    int_slice(&metadata).to_i64().into_iter().map(|v| v as i16).collect()
+    match int_slice(&metadata) {
+        IntSlice::I16(words) => f(words),
+        other => f(&other.to_i64().into_iter().map(|v| v as i16).collect::<Vec<_>>()),
+    }
 }
 
 /// The metadata words as a layout `[rows, cols]`; a panic naming the mismatch when they do not
@@ -143,14 +150,15 @@ impl SemiKernels for Flex {
     fn semi_mm(values: FlexTensor, metadata: FlexTensor, cols: usize, b: FlexTensor, transposed: bool) -> FlexTensor {
         let rows = values.shape()[0];
         let n = b.shape()[if transposed { 0 } else { 1 }];
-        let meta = words_of(metadata);
         let shape = if transposed { vec![n, rows] } else { vec![rows, n] };
-        with_real(
-            [values, b],
-            shape,
-            |[v, b]| semi_mm(semi_ref(&meta, v, rows, cols), b, n, transposed),
-            |[v, b]| semi_mm(semi_ref(&meta, v, rows, cols), b, n, transposed),
-        )
+        with_words(metadata, |meta| {
+            with_real(
+                [values, b],
+                shape,
+                |[v, b]| semi_mm(semi_ref(meta, v, rows, cols), b, n, transposed),
+                |[v, b]| semi_mm(semi_ref(meta, v, rows, cols), b, n, transposed),
+            )
+        })
     }
 
     fn semi_mm_t(values: FlexTensor, metadata: FlexTensor, cols: usize, g: FlexTensor, transposed: bool) -> FlexTensor {
@@ -158,13 +166,14 @@ impl SemiKernels for Flex {
         // `G · A = (Aᵀ · Gᵀ)ᵀ`: a gradient path, so the transposes are plain copies.
         let g = if transposed { Flex::float_transpose(g) } else { g };
         let n = g.shape()[1];
-        let meta = words_of(metadata);
-        let out = with_real(
-            [values, g],
-            vec![cols, n],
-            |[v, g]| semi_mm_t(semi_ref(&meta, v, rows, cols), g, n),
-            |[v, g]| semi_mm_t(semi_ref(&meta, v, rows, cols), g, n),
-        );
+        let out = with_words(metadata, |meta| {
+            with_real(
+                [values, g],
+                vec![cols, n],
+                |[v, g]| semi_mm_t(semi_ref(meta, v, rows, cols), g, n),
+                |[v, g]| semi_mm_t(semi_ref(meta, v, rows, cols), g, n),
+            )
+        });
         if transposed {
             Flex::float_transpose(out)
         } else {
@@ -175,12 +184,13 @@ impl SemiKernels for Flex {
     fn semi_sddmm(metadata: FlexTensor, cols: usize, g: FlexTensor, b: FlexTensor) -> FlexTensor {
         let rows = metadata.shape()[0];
         let n = g.shape()[1];
-        let meta = words_of(metadata);
-        with_real(
-            [g, b],
-            vec![rows, cols / 2],
-            |[g, b]| semi_sddmm(semi_layout(&meta, rows, cols), g, b, n),
-            |[g, b]| semi_sddmm(semi_layout(&meta, rows, cols), g, b, n),
-        )
+        with_words(metadata, |meta| {
+            with_real(
+                [g, b],
+                vec![rows, cols / 2],
+                |[g, b]| semi_sddmm(semi_layout(meta, rows, cols), g, b, n),
+                |[g, b]| semi_sddmm(semi_layout(meta, rows, cols), g, b, n),
+            )
+        })
     }
 }

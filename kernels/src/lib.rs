@@ -17,7 +17,8 @@
 //! - `spmm_reduce`: `A · X` with max or min in place of the sum, and its gradients (through
 //!   the winning entry of each output element).
 //! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
-//! - `semi`: 2:4 semi-structured metadata and products.
+//! - `semi`: 2:4 semi-structured metadata and products; `semi_narrow`: the products with a
+//!   narrow dense operand (a linear layer at decode size), bound by the bytes of the 2:4 matrix.
 //! - `tall`: tall thin dense matrices (`XᵀX` in f64, `X T` in place, standard normal draws),
 //!   the host steps of the randomized SVD.
 //!
@@ -38,6 +39,7 @@ pub mod real;
 pub(crate) mod scratch;
 pub mod sddmm;
 pub mod semi;
+pub mod semi_narrow;
 pub mod simd;
 pub mod softmax;
 pub mod spgemm;

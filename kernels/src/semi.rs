@@ -418,6 +418,10 @@ fn pack_panel<T: Real>(b: &[T], b_t: bool, k: usize, n: usize, t0: usize, w: usi
 /// given as `[n, cols]` and the result is `[n, rows]`: `B · Aᵀ`, a linear layer's product,
 /// without transposing either operand in memory.
 pub fn semi_mm<T: Real>(a: SemiRef<'_, T>, b: &[T], n: usize, transposed: bool) -> Vec<T> {
+    if n <= crate::semi_narrow::NARROW {
+        // A few rows of B (decode-size batches): bound by the bytes of A, read once.
+        return crate::semi_narrow::semi_mm_narrow(a, b, n, transposed);
+    }
     let (meta, vals, rows, cols) = (a.layout.meta, a.vals, a.layout.rows, a.layout.cols);
     // Sixteen vector registers of accumulators per row at most (half of AVX-512's), fewer
     // when `n` is small: the metadata decoding is paid once for that many multiply-adds.

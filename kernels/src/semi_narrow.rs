@@ -1,0 +1,348 @@
+//! 2:4 products with a narrow dense operand: `B · Aᵀ` (a linear layer at decode size) and
+//! `A · B` when `B` has at most [`NARROW`] rows (columns).
+//!
+//! At these sizes the product is bound by the bytes of `A`, read once: the panel kernel of
+//! `semi` packs `B` into panels at least 8 wide and decodes every group once per panel row,
+//! which at one row of `B` ran 3x slower than burn's dense matrix-vector product. Here each row
+//! of `A` streams past once, its kept values and metadata read in chunks of 32 columns, and
+//! every row of `B` takes its dot product with it in registers:
+//!
+//! - AVX-512 (f32): the 16 kept values of a chunk in one vector; their 16 columns decoded from
+//!   the chunk's two metadata words with one variable shift (lane `i` of the word pair shifted
+//!   by `2 i`: nibble `g` holds the slots of values `2 g` and `2 g + 1`); the row of `B`'s
+//!   32 columns selected into kept order by one two-register permute. Every decoded index lies
+//!   in `0..32`, inside the chunk's own columns, so no metadata word can lead a read elsewhere.
+//! - Elsewhere: the same walk a group at a time.
+//!
+//! Rows of `A` go to tasks in blocks, so each thread streams its own part of the values.
+
+use crate::alloc::out_len;
+use crate::pattern::SendPtr;
+use crate::real::Real;
+use crate::semi::{SemiRef, WORD_COLUMNS};
+use crate::simd::{isa, Isa};
+use rayon::prelude::*;
+
+/// Rows of `B` up to which [`semi_mm_narrow`] applies (and `semi_mm` hands over to it).
+pub const NARROW: usize = 16;
+
+/// Rows of `A` per task.
+const ROW_BLOCK: usize = 64;
+
+/// Where the result of row `m` of `B` and row `r` of `A` goes: `[n, rows]` (`B · Aᵀ`) or
+/// `[rows, n]` (`A · B`).
+struct Out<T> {
+    ptr: SendPtr<T>,
+    rows: usize,
+    n: usize,
+    transposed: bool,
+}
+
+impl<T> Out<T> {
+    /// Writes one result.
+    ///
+    /// # Safety
+    /// `m < n`, `r < rows`, the buffer holds `rows * n` elements, and no other task writes
+    /// `(m, r)`.
+    #[inline(always)]
+    unsafe fn put(&self, m: usize, r: usize, v: T) {
+        let at = if self.transposed { m * self.rows + r } else { r * self.n + m };
+        // SAFETY: as the caller promises.
+        unsafe { self.ptr.at(at).write(v) };
+    }
+
+    /// The same places, typed as `U` (the same type as `T`, checked by the caller).
+    fn cast<U>(&self) -> Out<U> {
+        Out { ptr: SendPtr(self.ptr.0 as *mut U), rows: self.rows, n: self.n, transposed: self.transposed }
+    }
+}
+
+/// The dot products of one row of `A` (`words`, `vals`) with the `N` rows of `b` (`[N, cols]`,
+/// row-major), a group of four columns at a time.
+#[inline(always)]
+fn row_dots<T: Real, const FMA: bool, const N: usize>(words: &[i16], vals: &[T], b: &[T], cols: usize) -> [T; N] {
+    let mut acc = [T::default(); N];
+    for g in 0..cols / 4 {
+        let nibble = (words[g / 4] as u16 as usize) >> (4 * (g % 4));
+        let (c0, c1) = (4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3));
+        let (v0, v1) = (vals[2 * g], vals[2 * g + 1]);
+        for (m, a) in acc.iter_mut().enumerate() {
+            let (x0, x1) = (b[m * cols + c0], b[m * cols + c1]);
+            *a = if FMA { T::mul_add(v1, x1, T::mul_add(v0, x0, *a)) } else { *a + v0 * x0 + v1 * x1 };
+        }
+    }
+    acc
+}
+
+/// Rows `r0..r1` of `A` against the `N` rows of `b`, portable.
+///
+/// # Safety
+/// As [`Out::put`] for every `m < N` and `r` in `r0..r1`.
+#[inline(always)]
+unsafe fn block<T: Real, const FMA: bool, const N: usize>(
+    a: SemiRef<'_, T>,
+    b: &[T],
+    (r0, r1): (usize, usize),
+    out: &Out<T>,
+) {
+    let (cols, words) = (a.layout().cols(), a.layout().cols().div_ceil(WORD_COLUMNS));
+    let (meta, vals, half) = (a.layout().meta(), a.vals(), cols / 2);
+    for r in r0..r1 {
+        let dots = row_dots::<T, FMA, N>(&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half], b, cols);
+        for (m, &d) in dots.iter().enumerate() {
+            // SAFETY: m < N, r in r0..r1 (the caller's promise).
+            unsafe { out.put(m, r, d) };
+        }
+    }
+}
+
+/// [`block`] compiled for the best vector extension available.
+///
+/// # Safety
+/// As [`block`].
+unsafe fn block_dispatch<T: Real, const N: usize>(a: SemiRef<'_, T>, b: &[T], rows: (usize, usize), out: &Out<T>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2<T: Real, const N: usize>(a: SemiRef<'_, T>, b: &[T], rows: (usize, usize), out: &Out<T>) {
+            // SAFETY: as the caller promises.
+            unsafe { block::<T, true, N>(a, b, rows, out) }
+        }
+        if isa() != Isa::Portable {
+            // SAFETY: `isa` detected AVX2 and FMA (AVX-512 machines have both); the rest as the
+            // caller promises.
+            return unsafe { avx2::<T, N>(a, b, rows, out) };
+        }
+    }
+    // SAFETY: as the caller promises.
+    unsafe { block::<T, false, N>(a, b, rows, out) }
+}
+
+/// [`block`] for f32 with AVX-512, 32 columns (16 kept values) a step; see the module docs.
+///
+/// # Safety
+/// The CPU supports AVX-512F; as [`block`] for the writes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_f32_avx512<const N: usize>(a: SemiRef<'_, f32>, b: &[f32], (r0, r1): (usize, usize), out: &Out<f32>) {
+    use core::arch::x86_64::*;
+    let cols = a.layout().cols();
+    let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
+    let (meta, vals) = (a.layout().meta(), a.vals());
+    assert!(b.len() >= N * cols && meta.len() >= r1 * words && vals.len() >= r1 * half);
+    let shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let base = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
+    let three = _mm512_set1_epi32(3);
+    // The kept values' columns inside a chunk of 32, from its two metadata words.
+    let columns = |pair: u32| {
+        _mm512_add_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(pair as i32), shifts), three), base)
+    };
+    let (chunks, rest) = (cols / 32, cols % 32);
+    // The columns go in slabs whose rows of `b` stay in L1 (24 KiB) while every row of the
+    // block passes over them; each row's accumulators wait in `part` between slabs. In one
+    // sweep per row, N = 8 rows of `b` (128 KiB) were re-read from L2 for every row of `A`.
+    let slab = (24 * 1024 / (4 * 32 * N)).max(1);
+    let mut part = vec![[_mm512_setzero_ps(); N]; r1 - r0];
+    for ch0 in (0..chunks).step_by(slab) {
+        for r in r0..r1 {
+            let (w, v) = (&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half]);
+            let mut acc = part[r - r0];
+            for ch in ch0..(ch0 + slab).min(chunks) {
+                let pair = (w[2 * ch] as u16 as u32) | ((w[2 * ch + 1] as u16 as u32) << 16);
+                let idx = columns(pair);
+                // SAFETY: values 16 ch..16 ch + 16 of the row: 32 (ch + 1) <= cols, so
+                // 16 (ch + 1) <= half.
+                let kept = unsafe { _mm512_loadu_ps(v.as_ptr().add(16 * ch)) };
+                for (m, am) in acc.iter_mut().enumerate() {
+                    // SAFETY: columns 32 ch..32 ch + 32 <= cols of row m < N of `b`, which holds
+                    // N rows of `cols` (asserted above).
+                    let (x0, x1) = unsafe {
+                        let x = b.as_ptr().add(m * cols + 32 * ch);
+                        (_mm512_loadu_ps(x), _mm512_loadu_ps(x.add(16)))
+                    };
+                    *am = _mm512_fmadd_ps(kept, _mm512_permutex2var_ps(x0, idx, x1), *am);
+                }
+            }
+            part[r - r0] = acc;
+        }
+    }
+    for r in r0..r1 {
+        let (w, v) = (&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half]);
+        let acc = &mut part[r - r0];
+        if rest > 0 {
+            // The last groups (rest is a multiple of 4 below 32): masked loads, and lanes past
+            // the kept values zeroed by the permute, so nothing outside the row is read and
+            // nothing past it (an infinity times a zero) enters the sums.
+            let c0 = 32 * chunks;
+            let kept_lanes: __mmask16 = ((1u32 << (rest / 2)) - 1) as __mmask16;
+            let lo: __mmask16 = ((1u32 << rest.min(16)) - 1) as __mmask16;
+            let hi: __mmask16 = ((1u32 << rest.saturating_sub(16)) - 1) as __mmask16;
+            let pair = (w[2 * chunks] as u16 as u32) | (w.get(2 * chunks + 1).map_or(0, |&x| x as u16 as u32) << 16);
+            let idx = columns(pair);
+            // SAFETY: masked lanes only: the row's last rest / 2 values.
+            let kept = unsafe { _mm512_maskz_loadu_ps(kept_lanes, v.as_ptr().add(16 * chunks)) };
+            for (m, am) in acc.iter_mut().enumerate() {
+                let x = b[m * cols + c0..][..rest].as_ptr();
+                // SAFETY: masked lanes only: the rest columns of the checked slice.
+                let (x0, x1) = unsafe { (_mm512_maskz_loadu_ps(lo, x), _mm512_maskz_loadu_ps(hi, x.add(16))) };
+                *am = _mm512_fmadd_ps(kept, _mm512_maskz_permutex2var_ps(kept_lanes, x0, idx, x1), *am);
+            }
+        }
+        for (m, am) in acc.iter().enumerate() {
+            // SAFETY: m < N, r in r0..r1 (the caller's promise).
+            unsafe { out.put(m, r, _mm512_reduce_add_ps(*am)) };
+        }
+    }
+}
+
+/// Rows `r0..r1` of `A` against the `N` rows of `b`, on the best kernel for `T`.
+///
+/// # Safety
+/// As [`block`].
+unsafe fn rows_of<T: Real, const N: usize>(a: SemiRef<'_, T>, b: &[T], rows: (usize, usize), out: &Out<T>) {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(a32), Some(b32)) = (crate::simd::as_f32(a.vals()), crate::simd::as_f32(b)) {
+        if isa() == Isa::Avx512 {
+            let a32 = SemiRef::new(a.layout(), a32).expect("the same values");
+            // SAFETY: `isa` detected AVX-512F; T is f32 (`as_f32` checked it), so the output
+            // holds f32s; the writes as the caller promises.
+            return unsafe { block_f32_avx512::<N>(a32, b32, rows, &out.cast::<f32>()) };
+        }
+    }
+    // SAFETY: as the caller promises.
+    unsafe { block_dispatch::<T, N>(a, b, rows, out) }
+}
+
+/// `B · Aᵀ` (`transposed`: `B [n, cols]`, result `[n, rows]`) or `A · B` (`B [cols, n]`,
+/// result `[rows, n]`) for `n <= NARROW`, reading `A` once.
+///
+/// # Panics
+/// If `n > NARROW` or `b` is not `n x cols`.
+pub fn semi_mm_narrow<T: Real>(a: SemiRef<'_, T>, b: &[T], n: usize, transposed: bool) -> Vec<T> {
+    let (rows, cols) = (a.layout().rows(), a.layout().cols());
+    assert!(n <= NARROW, "semi_mm_narrow: at most {NARROW} rows of B, not {n}");
+    assert_eq!(b.len(), out_len(cols, n, "semi_mm: b"), "semi_mm: b is [cols, n] (or [n, cols] transposed)");
+    let len = out_len(rows, n, "semi_mm: the output");
+    if len == 0 {
+        return Vec::new();
+    }
+    // `A · B` takes B's columns as rows: a copy of n x cols elements, a few pages at most.
+    let bt: Vec<T>;
+    let b = if transposed {
+        b
+    } else {
+        bt = crate::dense::transpose_blocked(b, cols, n);
+        &bt
+    };
+    let mut out: Vec<T> = Vec::with_capacity(len);
+    let dst = Out { ptr: SendPtr(out.as_mut_ptr()), rows, n, transposed };
+    let store = &dst;
+    (0..rows.div_ceil(ROW_BLOCK)).into_par_iter().for_each(|blk| {
+        let span = (blk * ROW_BLOCK, (blk * ROW_BLOCK + ROW_BLOCK).min(rows));
+        // SAFETY: the output holds rows * n elements; this task alone owns the rows of `span`
+        // (the blocks are disjoint), and the kernel for `n` writes m < n only; `b` holds n
+        // rows of `cols` (checked above).
+        unsafe {
+            match n {
+                1 => rows_of::<T, 1>(a, b, span, store),
+                2 => rows_of::<T, 2>(a, b, span, store),
+                3 => rows_of::<T, 3>(a, b, span, store),
+                4 => rows_of::<T, 4>(a, b, span, store),
+                5 => rows_of::<T, 5>(a, b, span, store),
+                6 => rows_of::<T, 6>(a, b, span, store),
+                7 => rows_of::<T, 7>(a, b, span, store),
+                8 => rows_of::<T, 8>(a, b, span, store),
+                9 => rows_of::<T, 9>(a, b, span, store),
+                10 => rows_of::<T, 10>(a, b, span, store),
+                11 => rows_of::<T, 11>(a, b, span, store),
+                12 => rows_of::<T, 12>(a, b, span, store),
+                13 => rows_of::<T, 13>(a, b, span, store),
+                14 => rows_of::<T, 14>(a, b, span, store),
+                15 => rows_of::<T, 15>(a, b, span, store),
+                _ => rows_of::<T, 16>(a, b, span, store),
+            }
+        }
+    });
+    // SAFETY: the row blocks cover 0..rows and every task stores all n results of each of its
+    // rows: every element of the output is written once.
+    unsafe { out.set_len(len) };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::semi::{compress_mask, SemiLayout, SemiPattern};
+
+    /// Against the dense product, at every n up to NARROW, on column counts with and without a
+    /// partial chunk (4, 20, 36, 64 and 100), f32 (the AVX-512 kernel where present) and f64.
+    #[test]
+    fn narrow_products_match_dense() {
+        let rows = 70;
+        for cols in [4usize, 20, 36, 64, 100] {
+            // Two kept slots per group, varying with the row and group.
+            let mut dense = vec![0f64; rows * cols];
+            let mut nz = vec![false; rows * cols];
+            for r in 0..rows {
+                for g in 0..cols / 4 {
+                    let (s0, s1) = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)][(r * 5 + g * 3) % 6];
+                    for s in [s0, s1] {
+                        nz[r * cols + 4 * g + s] = true;
+                        dense[r * cols + 4 * g + s] = ((r * 7 + g * 13 + s) % 11) as f64 - 5.0;
+                    }
+                }
+            }
+            let (meta, kept) = compress_mask(&nz, rows, cols, SemiPattern::TwoFour).unwrap();
+            let vals: Vec<f64> = (0..rows)
+                .flat_map(|r| kept[r * cols / 2..(r + 1) * cols / 2].iter().map(move |&c| (r, c)))
+                .map(|(r, c)| dense[r * cols + c as usize])
+                .collect();
+            let vals32: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+            let layout = SemiLayout::new(&meta, rows, cols).unwrap();
+            for n in 1..=NARROW {
+                let b: Vec<f64> = (0..n * cols).map(|i| ((i * 37) % 17) as f64 - 8.0).collect();
+                let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+                // B [n, cols] · Aᵀ: out [n, rows].
+                let want: Vec<f64> = (0..n)
+                    .flat_map(|m| (0..rows).map(move |r| (m, r)))
+                    .map(|(m, r)| (0..cols).map(|c| b[m * cols + c] * dense[r * cols + c]).sum())
+                    .collect();
+                let got = semi_mm_narrow(SemiRef::new(layout, &vals[..]).unwrap(), &b, n, true);
+                assert_eq!(got, want, "f64 cols={cols} n={n}");
+                let got32 = semi_mm_narrow(SemiRef::new(layout, &vals32[..]).unwrap(), &b32, n, true);
+                assert!(got32.iter().zip(&want).all(|(&g, &w)| g as f64 == w), "f32 cols={cols} n={n}");
+                // A · B with B [cols, n] = the transpose of the same rows: out [rows, n].
+                let bn = crate::dense::transpose_blocked(&b32, n, cols);
+                let got = semi_mm_narrow(SemiRef::new(layout, &vals32[..]).unwrap(), &bn, n, false);
+                for r in 0..rows {
+                    for m in 0..n {
+                        assert_eq!(got[r * n + m] as f64, want[m * rows + r], "A·B cols={cols} n={n} ({r}, {m})");
+                    }
+                }
+            }
+        }
+    }
+
+    /// An infinity in `B` at a column no kept value reads stays out of the sums (the masked
+    /// tail and the permute never pair it with a zero).
+    #[test]
+    fn unread_infinities_stay_out() {
+        let (rows, cols) = (3, 36);
+        let mut nz = vec![false; rows * cols];
+        for r in 0..rows {
+            for g in 0..cols / 4 {
+                nz[r * cols + 4 * g] = true;
+                nz[r * cols + 4 * g + 1] = true;
+            }
+        }
+        let (meta, _) = compress_mask(&nz, rows, cols, SemiPattern::TwoFour).unwrap();
+        let vals = vec![1f32; rows * cols / 2];
+        let mut b = vec![1f32; cols];
+        for g in 0..cols / 4 {
+            b[4 * g + 3] = f32::INFINITY;
+        }
+        let got =
+            semi_mm_narrow(SemiRef::new(SemiLayout::new(&meta, rows, cols).unwrap(), &vals[..]).unwrap(), &b, 1, true);
+        assert_eq!(got, vec![(cols / 2) as f32; rows]);
+    }
+}
