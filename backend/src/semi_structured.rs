@@ -162,7 +162,21 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         if !K::supported(values.dtype()) {
             return Err(SparseError::UnsupportedDtype { component: "values", dtype: format!("{:?}", values.dtype()) });
         }
-        let meta: Vec<i16> = with_ints(&metadata, |s| s.to_i64()).into_iter().map(|v| v as i16).collect();
+        let wide = with_ints(&metadata, |s| s.to_i64());
+        // A word held in a wider dtype is its i16 or its u16 reading; anything else is no
+        // 16-bit word, and truncating it would change the pattern silently.
+        if let Some(p) = wide.iter().position(|v| !(i16::MIN as i64..=u16::MAX as i64).contains(v)) {
+            return Err(sparsegrad_kernels::error::invalid(
+                op,
+                format!(
+                    "metadata word at [{}, {}] is {}: not a 16-bit word (-32768..=65535)",
+                    p / words.max(1),
+                    p % words.max(1),
+                    wide[p]
+                ),
+            ));
+        }
+        let meta: Vec<i16> = wide.into_iter().map(|v| v as i16).collect();
         validate_metadata(&meta, rows, cols, pattern)?;
         let metadata = metadata_tensor(meta, rows, cols, &values.device());
         Ok(Self { values, metadata, rows, cols, pattern, transposed: false })

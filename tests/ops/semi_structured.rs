@@ -210,6 +210,20 @@ fn rejections_name_what_and_where() {
     assert!(err.to_string().contains("past the last group"), "{err}");
     let err = SemiStructuredTensor::from_parts(values, meta(0b1110), 8, SemiPattern::TwoFour).unwrap_err();
     assert_eq!(err, SparseError::ShapeMismatch { component: "values", expected: vec![1, 4], actual: vec![1, 2] });
+    // Words in a wider dtype: their i16 or u16 reading is the same word; a value that is no
+    // 16-bit word is refused, not truncated (0x1E444 would wrap to the valid word 0xE444).
+    let wide = |w: i64| Tensor::<2, Int>::from_data(TensorData::new(vec![w], [1, 1]), (&device, DType::I64));
+    let eight = dense(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [1, 8], DType::F32, &device);
+    // 0xE444: groups 0-2 keep slots 0 and 1, group 3 slots 2 and 3 (16 columns).
+    for w in [0xE444i64, 0xE444 - 0x10000] {
+        let s = SemiStructuredTensor::from_parts(eight.clone(), wide(w), 16, SemiPattern::TwoFour).unwrap();
+        assert_eq!(s.metadata().into_data().iter::<i64>().collect::<Vec<_>>(), vec![0xE444 - 0x10000], "word {w}");
+    }
+    let err = SemiStructuredTensor::from_parts(eight, wide(0x1E444), 16, SemiPattern::TwoFour).unwrap_err();
+    assert!(
+        matches!(err, SparseError::InvalidArgument { .. }) && err.to_string().contains("[0, 0] is 123972"),
+        "{err}"
+    );
     // Products check shapes and dtypes.
     let s = to_sparse_semi_structured(tiled(4, 2, DType::F16)).unwrap();
     let err = semi::try_mm(&s, Tensor::<2>::zeros([7, 3], (&device, DType::F16))).unwrap_err();
