@@ -339,6 +339,22 @@ fn linear_2_4(bench: &Bench, device: &Device) {
                 dense_bytes / 1e6
             );
         }
+        if m <= 16 {
+            // bf16 values (half the bytes again), sums in f32: the anchors time PyTorch's bf16
+            // dense `F.linear` on these shapes.
+            let (xb, wb) = (x.clone().cast(DType::BF16), w.clone().cast(DType::BF16));
+            let wsb = SemiStructuredTensor::from_dense(wb, SemiPattern::TwoFour).expect("2:4 after pruning");
+            let bf16_ms = bench.run("linear_2:4_bf16", &shape, 7, Some(flops), || linear(xb.clone(), &wsb, None));
+            if !bench.json && !bench.sums {
+                let bytes = (n * (k / 2) * 2 + n * k.div_ceil(16) * 2) as f64;
+                println!(
+                    "{:<28} {shape:<24} {:10.1} GB/s 2:4 bf16 ({:.1} MB)",
+                    "linear weight bytes / time",
+                    bytes / (bf16_ms * 1e-3) / 1e9,
+                    bytes / 1e6
+                );
+            }
+        }
     }
 }
 

@@ -25,9 +25,11 @@ use burn::backend::{
     tensor::{FloatTensor, IntTensor},
     Backend, Flex, TensorMetadata,
 };
-use burn::tensor::{Shape, TensorData};
+use burn::tensor::{DType, Shape, TensorData};
+use half::{bf16, f16};
 use sparsegrad_kernels::pattern::{CsrPattern, TransposeCell};
 use sparsegrad_kernels::semi::{csr_of, semi_mm, semi_mm_t, semi_sddmm, SemiLayout, SemiRef};
+use sparsegrad_kernels::semi_narrow::{semi_mm_narrow_16, NARROW};
 
 /// Products with a semi-structured matrix `A [rows, cols]` given as kept values
 /// `[rows, cols / 2]` and `i16` metadata words `[rows, ceil(cols / 16)]`.
@@ -143,7 +145,12 @@ fn semi_layout(meta: &[i16], rows: usize, cols: usize) -> SemiLayout<'_> {
 
 /// The matrix of the metadata words and kept values, as [`semi_layout`].
 fn semi_ref<'a, T>(meta: &'a [i16], vals: &'a [T], rows: usize, cols: usize) -> SemiRef<'a, T> {
-    SemiRef::new(semi_layout(meta, rows, cols), vals).unwrap_or_else(|e| panic!("semi-structured product: {e}"))
+    semi_ref_in(semi_layout(meta, rows, cols), vals)
+}
+
+/// The matrix of `layout` holding `vals`; a panic naming the mismatch otherwise.
+fn semi_ref_in<'a, T>(layout: SemiLayout<'a>, vals: &'a [T]) -> SemiRef<'a, T> {
+    SemiRef::new(layout, vals).unwrap_or_else(|e| panic!("semi-structured product: {e}"))
 }
 
 impl SemiKernels for Flex {
@@ -151,6 +158,26 @@ impl SemiKernels for Flex {
         let rows = values.shape()[0];
         let n = b.shape()[if transposed { 0 } else { 1 }];
         let shape = if transposed { vec![n, rows] } else { vec![rows, n] };
+        let dtype = values.dtype();
+        if matches!(dtype, DType::BF16 | DType::F16) && n <= NARROW {
+            // Decode size: the 16-bit values are read as stored (widening them to f32 first
+            // would write and read twice their bytes, which is what the product costs); `b`,
+            // a few rows, is widened.
+            let values = contiguous(values);
+            let b = FlexTensor::from_data(b.into_data().convert_dtype(DType::F32));
+            let b = b.as_slice::<f32>().expect("f32 operand");
+            let out = with_words(metadata, |meta| {
+                let layout = semi_layout(meta, rows, cols);
+                if dtype == DType::BF16 {
+                    let v = values.as_slice::<bf16>().expect("bf16 values");
+                    semi_mm_narrow_16(semi_ref_in(layout, v), b, n, transposed)
+                } else {
+                    let v = values.as_slice::<f16>().expect("f16 values");
+                    semi_mm_narrow_16(semi_ref_in(layout, v), b, n, transposed)
+                }
+            });
+            return FlexTensor::from_data(TensorData::new(out, shape).convert_dtype(dtype));
+        }
         with_words(metadata, |meta| {
             with_real(
                 [values, b],

@@ -29,6 +29,46 @@ pub const NARROW: usize = 16;
 /// Rows of `A` per task.
 const ROW_BLOCK: usize = 64;
 
+mod sealed {
+    pub trait Sealed {}
+    impl<T: crate::real::Real> Sealed for T {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
+}
+
+/// A stored kept value and the type its products sum in: f32 and f64 sum in themselves, bf16
+/// and f16 (read as stored, half the bytes) in f32.
+pub trait Kept: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The type of `B`, the sums and the result.
+    type Acc: Real;
+    /// The value in the summing type (exact).
+    fn widen(self) -> Self::Acc;
+}
+
+impl<T: Real> Kept for T {
+    type Acc = T;
+    #[inline(always)]
+    fn widen(self) -> T {
+        self
+    }
+}
+
+impl Kept for half::bf16 {
+    type Acc = f32;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl Kept for half::f16 {
+    type Acc = f32;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
 /// Where the result of row `m` of `B` and row `r` of `A` goes: `[n, rows]` (`B · Aᵀ`) or
 /// `[rows, n]` (`A · B`).
 struct Out<T> {
@@ -60,15 +100,21 @@ impl<T> Out<T> {
 /// The dot products of one row of `A` (`words`, `vals`) with the `N` rows of `b` (`[N, cols]`,
 /// row-major), a group of four columns at a time.
 #[inline(always)]
-fn row_dots<T: Real, const FMA: bool, const N: usize>(words: &[i16], vals: &[T], b: &[T], cols: usize) -> [T; N] {
-    let mut acc = [T::default(); N];
+fn row_dots<V: Kept, const FMA: bool, const N: usize>(
+    words: &[i16],
+    vals: &[V],
+    b: &[V::Acc],
+    cols: usize,
+) -> [V::Acc; N] {
+    type T<V> = <V as Kept>::Acc;
+    let mut acc = [T::<V>::default(); N];
     for g in 0..cols / 4 {
         let nibble = (words[g / 4] as u16 as usize) >> (4 * (g % 4));
         let (c0, c1) = (4 * g + (nibble & 3), 4 * g + ((nibble >> 2) & 3));
-        let (v0, v1) = (vals[2 * g], vals[2 * g + 1]);
+        let (v0, v1) = (vals[2 * g].widen(), vals[2 * g + 1].widen());
         for (m, a) in acc.iter_mut().enumerate() {
             let (x0, x1) = (b[m * cols + c0], b[m * cols + c1]);
-            *a = if FMA { T::mul_add(v1, x1, T::mul_add(v0, x0, *a)) } else { *a + v0 * x0 + v1 * x1 };
+            *a = if FMA { T::<V>::mul_add(v1, x1, T::<V>::mul_add(v0, x0, *a)) } else { *a + v0 * x0 + v1 * x1 };
         }
     }
     acc
@@ -79,16 +125,16 @@ fn row_dots<T: Real, const FMA: bool, const N: usize>(words: &[i16], vals: &[T],
 /// # Safety
 /// As [`Out::put`] for every `m < N` and `r` in `r0..r1`.
 #[inline(always)]
-unsafe fn block<T: Real, const FMA: bool, const N: usize>(
-    a: SemiRef<'_, T>,
-    b: &[T],
+unsafe fn block<V: Kept, const FMA: bool, const N: usize>(
+    a: SemiRef<'_, V>,
+    b: &[V::Acc],
     (r0, r1): (usize, usize),
-    out: &Out<T>,
+    out: &Out<V::Acc>,
 ) {
     let (cols, words) = (a.layout().cols(), a.layout().cols().div_ceil(WORD_COLUMNS));
     let (meta, vals, half) = (a.layout().meta(), a.vals(), cols / 2);
     for r in r0..r1 {
-        let dots = row_dots::<T, FMA, N>(&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half], b, cols);
+        let dots = row_dots::<V, FMA, N>(&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half], b, cols);
         for (m, &d) in dots.iter().enumerate() {
             // SAFETY: m < N, r in r0..r1 (the caller's promise).
             unsafe { out.put(m, r, d) };
@@ -100,31 +146,83 @@ unsafe fn block<T: Real, const FMA: bool, const N: usize>(
 ///
 /// # Safety
 /// As [`block`].
-unsafe fn block_dispatch<T: Real, const N: usize>(a: SemiRef<'_, T>, b: &[T], rows: (usize, usize), out: &Out<T>) {
+unsafe fn block_dispatch<V: Kept, const N: usize>(
+    a: SemiRef<'_, V>,
+    b: &[V::Acc],
+    rows: (usize, usize),
+    out: &Out<V::Acc>,
+) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, const N: usize>(a: SemiRef<'_, T>, b: &[T], rows: (usize, usize), out: &Out<T>) {
+        unsafe fn avx2<V: Kept, const N: usize>(
+            a: SemiRef<'_, V>,
+            b: &[V::Acc],
+            rows: (usize, usize),
+            out: &Out<V::Acc>,
+        ) {
             // SAFETY: as the caller promises.
-            unsafe { block::<T, true, N>(a, b, rows, out) }
+            unsafe { block::<V, true, N>(a, b, rows, out) }
         }
         if isa() != Isa::Portable {
             // SAFETY: `isa` detected AVX2 and FMA (AVX-512 machines have both); the rest as the
             // caller promises.
-            return unsafe { avx2::<T, N>(a, b, rows, out) };
+            return unsafe { avx2::<V, N>(a, b, rows, out) };
         }
     }
     // SAFETY: as the caller promises.
-    unsafe { block::<T, false, N>(a, b, rows, out) }
+    unsafe { block::<V, false, N>(a, b, rows, out) }
 }
 
-/// [`block`] for f32 with AVX-512, 32 columns (16 kept values) a step; see the module docs.
+/// Up to 16 kept values from `p` (the lanes of `mask`, a run from lane 0; the rest zero) as f32
+/// lanes: f32 as they are, bf16 shifted into the high half of an f32, f16 through the hardware
+/// conversion.
 ///
 /// # Safety
-/// The CPU supports AVX-512F; as [`block`] for the writes.
+/// The CPU supports AVX-512F; `V` is f32, bf16 or f16; the masked lanes lie inside the values.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn block_f32_avx512<const N: usize>(a: SemiRef<'_, f32>, b: &[f32], (r0, r1): (usize, usize), out: &Out<f32>) {
+#[inline]
+unsafe fn kept_lanes<V: 'static>(p: *const V, mask: core::arch::x86_64::__mmask16) -> core::arch::x86_64::__m512 {
+    use core::any::TypeId;
+    use core::arch::x86_64::*;
+    // SAFETY: the masked lanes lie inside the values (the caller's promise); the type tests
+    // select the reading of V's bits.
+    unsafe {
+        if TypeId::of::<V>() == TypeId::of::<f32>() {
+            _mm512_maskz_loadu_ps(mask, p as *const f32)
+        } else {
+            // The 16-bit lanes without AVX-512BW: a whole load, or the first lanes (the masks
+            // here are runs from lane 0) copied into a zeroed buffer.
+            let bits = if mask == 0xFFFF {
+                _mm256_loadu_si256(p as *const __m256i)
+            } else {
+                let mut buf = [0u16; 16];
+                core::ptr::copy_nonoverlapping(p as *const u16, buf.as_mut_ptr(), mask.trailing_ones() as usize);
+                _mm256_loadu_si256(buf.as_ptr() as *const __m256i)
+            };
+            if TypeId::of::<V>() == TypeId::of::<half::bf16>() {
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(bits)))
+            } else {
+                _mm512_cvtph_ps(bits)
+            }
+        }
+    }
+}
+
+/// [`block`] with AVX-512, 32 columns (16 kept values) a step, values f32, bf16 or f16 and `b`
+/// in f32; see the module docs.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `V` is f32, bf16 or f16; as [`block`] for the writes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_avx512<V: Copy + 'static, const N: usize>(
+    a: SemiRef<'_, V>,
+    b: &[f32],
+    (r0, r1): (usize, usize),
+    out: &Out<f32>,
+) {
     use core::arch::x86_64::*;
     let cols = a.layout().cols();
     let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
@@ -147,12 +245,22 @@ unsafe fn block_f32_avx512<const N: usize>(a: SemiRef<'_, f32>, b: &[f32], (r0, 
         for r in r0..r1 {
             let (w, v) = (&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half]);
             let mut acc = part[r - r0];
+            // The slab's part of each row is a short run (1.5 KB at N = 8) and the next run
+            // starts a row further: too short for the hardware prefetcher, which left the
+            // value loads waiting on memory. Each step fetches the same step of the next row
+            // (addresses formed with wrapping arithmetic; a prefetch never faults).
+            let (next_v, next_w) =
+                (vals.as_ptr().wrapping_add((r + 1) * half), meta.as_ptr().wrapping_add((r + 1) * words));
             for ch in ch0..(ch0 + slab).min(chunks) {
+                if r + 1 < r1 {
+                    _mm_prefetch::<_MM_HINT_T0>(next_v.wrapping_add(16 * ch) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(next_w.wrapping_add(2 * ch) as *const i8);
+                }
                 let pair = (w[2 * ch] as u16 as u32) | ((w[2 * ch + 1] as u16 as u32) << 16);
                 let idx = columns(pair);
                 // SAFETY: values 16 ch..16 ch + 16 of the row: 32 (ch + 1) <= cols, so
                 // 16 (ch + 1) <= half.
-                let kept = unsafe { _mm512_loadu_ps(v.as_ptr().add(16 * ch)) };
+                let kept = unsafe { kept_lanes(v.as_ptr().add(16 * ch), 0xFFFF) };
                 for (m, am) in acc.iter_mut().enumerate() {
                     // SAFETY: columns 32 ch..32 ch + 32 <= cols of row m < N of `b`, which holds
                     // N rows of `cols` (asserted above).
@@ -174,18 +282,18 @@ unsafe fn block_f32_avx512<const N: usize>(a: SemiRef<'_, f32>, b: &[f32], (r0, 
             // the kept values zeroed by the permute, so nothing outside the row is read and
             // nothing past it (an infinity times a zero) enters the sums.
             let c0 = 32 * chunks;
-            let kept_lanes: __mmask16 = ((1u32 << (rest / 2)) - 1) as __mmask16;
+            let kept_mask: __mmask16 = ((1u32 << (rest / 2)) - 1) as __mmask16;
             let lo: __mmask16 = ((1u32 << rest.min(16)) - 1) as __mmask16;
             let hi: __mmask16 = ((1u32 << rest.saturating_sub(16)) - 1) as __mmask16;
             let pair = (w[2 * chunks] as u16 as u32) | (w.get(2 * chunks + 1).map_or(0, |&x| x as u16 as u32) << 16);
             let idx = columns(pair);
             // SAFETY: masked lanes only: the row's last rest / 2 values.
-            let kept = unsafe { _mm512_maskz_loadu_ps(kept_lanes, v.as_ptr().add(16 * chunks)) };
+            let kept = unsafe { kept_lanes(v.as_ptr().add(16 * chunks), kept_mask) };
             for (m, am) in acc.iter_mut().enumerate() {
                 let x = b[m * cols + c0..][..rest].as_ptr();
                 // SAFETY: masked lanes only: the rest columns of the checked slice.
                 let (x0, x1) = unsafe { (_mm512_maskz_loadu_ps(lo, x), _mm512_maskz_loadu_ps(hi, x.add(16))) };
-                *am = _mm512_fmadd_ps(kept, _mm512_maskz_permutex2var_ps(kept_lanes, x0, idx, x1), *am);
+                *am = _mm512_fmadd_ps(kept, _mm512_maskz_permutex2var_ps(kept_mask, x0, idx, x1), *am);
             }
         }
         for (m, am) in acc.iter().enumerate() {
@@ -195,22 +303,48 @@ unsafe fn block_f32_avx512<const N: usize>(a: SemiRef<'_, f32>, b: &[f32], (r0, 
     }
 }
 
-/// Rows `r0..r1` of `A` against the `N` rows of `b`, on the best kernel for `T`.
+/// Rows `r0..r1` of `A` against the `N` rows of `b`, on the best kernel for `V`.
 ///
 /// # Safety
 /// As [`block`].
-unsafe fn rows_of<T: Real, const N: usize>(a: SemiRef<'_, T>, b: &[T], rows: (usize, usize), out: &Out<T>) {
+unsafe fn rows_of<V: Kept, const N: usize>(a: SemiRef<'_, V>, b: &[V::Acc], rows: (usize, usize), out: &Out<V::Acc>) {
     #[cfg(target_arch = "x86_64")]
-    if let (Some(a32), Some(b32)) = (crate::simd::as_f32(a.vals()), crate::simd::as_f32(b)) {
+    if let Some(b32) = crate::simd::as_f32(b) {
         if isa() == Isa::Avx512 {
-            let a32 = SemiRef::new(a.layout(), a32).expect("the same values");
-            // SAFETY: `isa` detected AVX-512F; T is f32 (`as_f32` checked it), so the output
-            // holds f32s; the writes as the caller promises.
-            return unsafe { block_f32_avx512::<N>(a32, b32, rows, &out.cast::<f32>()) };
+            // SAFETY: `isa` detected AVX-512F; the sums are f32 (`as_f32` checked it), so V is
+            // f32, bf16 or f16 (the `Kept` impls) and the output holds f32s; the writes as the
+            // caller promises.
+            return unsafe { block_avx512::<V, N>(a, b32, rows, &out.cast::<f32>()) };
         }
     }
     // SAFETY: as the caller promises.
-    unsafe { block_dispatch::<T, N>(a, b, rows, out) }
+    unsafe { block_dispatch::<V, N>(a, b, rows, out) }
+}
+
+/// The kernel for `n` rows of `B`.
+type RowsOf<V> =
+    for<'a, 'b, 'c> unsafe fn(SemiRef<'a, V>, &'b [<V as Kept>::Acc], (usize, usize), &'c Out<<V as Kept>::Acc>);
+
+/// [`rows_of`] for `n` (1..=16).
+fn rows_of_n<V: Kept>(n: usize) -> RowsOf<V> {
+    match n {
+        1 => rows_of::<V, 1>,
+        2 => rows_of::<V, 2>,
+        3 => rows_of::<V, 3>,
+        4 => rows_of::<V, 4>,
+        5 => rows_of::<V, 5>,
+        6 => rows_of::<V, 6>,
+        7 => rows_of::<V, 7>,
+        8 => rows_of::<V, 8>,
+        9 => rows_of::<V, 9>,
+        10 => rows_of::<V, 10>,
+        11 => rows_of::<V, 11>,
+        12 => rows_of::<V, 12>,
+        13 => rows_of::<V, 13>,
+        14 => rows_of::<V, 14>,
+        15 => rows_of::<V, 15>,
+        _ => rows_of::<V, 16>,
+    }
 }
 
 /// `B · Aᵀ` (`transposed`: `B [n, cols]`, result `[n, rows]`) or `A · B` (`B [cols, n]`,
@@ -219,6 +353,19 @@ unsafe fn rows_of<T: Real, const N: usize>(a: SemiRef<'_, T>, b: &[T], rows: (us
 /// # Panics
 /// If `n > NARROW` or `b` is not `n x cols`.
 pub fn semi_mm_narrow<T: Real>(a: SemiRef<'_, T>, b: &[T], n: usize, transposed: bool) -> Vec<T> {
+    narrow(a, b, n, transposed)
+}
+
+/// [`semi_mm_narrow`] with 16-bit kept values (`half::bf16` or `half::f16`) read as stored,
+/// half the bytes of f32, and widened in registers; `B`, the sums and the result in f32.
+///
+/// # Panics
+/// As [`semi_mm_narrow`].
+pub fn semi_mm_narrow_16<H: Kept<Acc = f32>>(a: SemiRef<'_, H>, b: &[f32], n: usize, transposed: bool) -> Vec<f32> {
+    narrow(a, b, n, transposed)
+}
+
+fn narrow<V: Kept>(a: SemiRef<'_, V>, b: &[V::Acc], n: usize, transposed: bool) -> Vec<V::Acc> {
     let (rows, cols) = (a.layout().rows(), a.layout().cols());
     assert!(n <= NARROW, "semi_mm_narrow: at most {NARROW} rows of B, not {n}");
     assert_eq!(b.len(), out_len(cols, n, "semi_mm: b"), "semi_mm: b is [cols, n] (or [n, cols] transposed)");
@@ -227,41 +374,22 @@ pub fn semi_mm_narrow<T: Real>(a: SemiRef<'_, T>, b: &[T], n: usize, transposed:
         return Vec::new();
     }
     // `A · B` takes B's columns as rows: a copy of n x cols elements, a few pages at most.
-    let bt: Vec<T>;
+    let bt: Vec<V::Acc>;
     let b = if transposed {
         b
     } else {
         bt = crate::dense::transpose_blocked(b, cols, n);
         &bt
     };
-    let mut out: Vec<T> = Vec::with_capacity(len);
+    let mut out: Vec<V::Acc> = Vec::with_capacity(len);
     let dst = Out { ptr: SendPtr(out.as_mut_ptr()), rows, n, transposed };
-    let store = &dst;
+    let kernel = rows_of_n::<V>(n);
     (0..rows.div_ceil(ROW_BLOCK)).into_par_iter().for_each(|blk| {
         let span = (blk * ROW_BLOCK, (blk * ROW_BLOCK + ROW_BLOCK).min(rows));
         // SAFETY: the output holds rows * n elements; this task alone owns the rows of `span`
         // (the blocks are disjoint), and the kernel for `n` writes m < n only; `b` holds n
         // rows of `cols` (checked above).
-        unsafe {
-            match n {
-                1 => rows_of::<T, 1>(a, b, span, store),
-                2 => rows_of::<T, 2>(a, b, span, store),
-                3 => rows_of::<T, 3>(a, b, span, store),
-                4 => rows_of::<T, 4>(a, b, span, store),
-                5 => rows_of::<T, 5>(a, b, span, store),
-                6 => rows_of::<T, 6>(a, b, span, store),
-                7 => rows_of::<T, 7>(a, b, span, store),
-                8 => rows_of::<T, 8>(a, b, span, store),
-                9 => rows_of::<T, 9>(a, b, span, store),
-                10 => rows_of::<T, 10>(a, b, span, store),
-                11 => rows_of::<T, 11>(a, b, span, store),
-                12 => rows_of::<T, 12>(a, b, span, store),
-                13 => rows_of::<T, 13>(a, b, span, store),
-                14 => rows_of::<T, 14>(a, b, span, store),
-                15 => rows_of::<T, 15>(a, b, span, store),
-                _ => rows_of::<T, 16>(a, b, span, store),
-            }
-        }
+        unsafe { kernel(a, b, span, &dst) };
     });
     // SAFETY: the row blocks cover 0..rows and every task stores all n results of each of its
     // rows: every element of the output is written once.
@@ -275,7 +403,8 @@ mod tests {
     use crate::semi::{compress_mask, SemiLayout, SemiPattern};
 
     /// Against the dense product, at every n up to NARROW, on column counts with and without a
-    /// partial chunk (4, 20, 36, 64 and 100), f32 (the AVX-512 kernel where present) and f64.
+    /// partial chunk (4, 20, 36, 64 and 100), f32 (the AVX-512 kernel where present), f64, and
+    /// bf16 and f16 values.
     #[test]
     fn narrow_products_match_dense() {
         let rows = 70;
@@ -311,6 +440,13 @@ mod tests {
                 assert_eq!(got, want, "f64 cols={cols} n={n}");
                 let got32 = semi_mm_narrow(SemiRef::new(layout, &vals32[..]).unwrap(), &b32, n, true);
                 assert!(got32.iter().zip(&want).all(|(&g, &w)| g as f64 == w), "f32 cols={cols} n={n}");
+                // 16-bit values (small integers: exact in bf16 and f16) sum as their f32 twins.
+                let bf: Vec<half::bf16> = vals32.iter().map(|&v| half::bf16::from_f32(v)).collect();
+                let hf: Vec<half::f16> = vals32.iter().map(|&v| half::f16::from_f32(v)).collect();
+                let got = semi_mm_narrow_16(SemiRef::new(layout, &bf[..]).unwrap(), &b32, n, true);
+                assert_eq!(got, got32, "bf16 cols={cols} n={n}");
+                let got = semi_mm_narrow_16(SemiRef::new(layout, &hf[..]).unwrap(), &b32, n, true);
+                assert_eq!(got, got32, "f16 cols={cols} n={n}");
                 // A · B with B [cols, n] = the transpose of the same rows: out [rows, n].
                 let bn = crate::dense::transpose_blocked(&b32, n, cols);
                 let got = semi_mm_narrow(SemiRef::new(layout, &vals32[..]).unwrap(), &bn, n, false);
@@ -319,6 +455,43 @@ mod tests {
                         assert_eq!(got[r * n + m] as f64, want[m * rows + r], "A·B cols={cols} n={n} ({r}, {m})");
                     }
                 }
+            }
+        }
+    }
+
+    /// The portable walk (what machines without AVX-512 run) on 16-bit values equals the f32
+    /// walk on their widened twins, and the dense product.
+    #[test]
+    fn portable_walk_widens_16_bit_values() {
+        let (rows, cols, n) = (5, 44, 3);
+        let mut nz = vec![false; rows * cols];
+        for (i, z) in nz.iter_mut().enumerate() {
+            *z = [0, 3].contains(&((i + i / cols) % 4));
+        }
+        let (meta, kept) = compress_mask(&nz, rows, cols, SemiPattern::TwoFour).unwrap();
+        let vals32: Vec<f32> = (0..kept.len()).map(|j| (j % 9) as f32 - 4.0).collect();
+        let bf: Vec<half::bf16> = vals32.iter().map(|&v| half::bf16::from_f32(v)).collect();
+        let b: Vec<f32> = (0..n * cols).map(|i| ((i * 5) % 7) as f32 - 3.0).collect();
+        let layout = SemiLayout::new(&meta, rows, cols).unwrap();
+        let run = |f: &dyn Fn(&Out<f32>)| {
+            let mut out = vec![0f32; rows * n];
+            f(&Out { ptr: SendPtr(out.as_mut_ptr()), rows, n, transposed: true });
+            out
+        };
+        // SAFETY: rows * n outputs, one task, m < 3 and r < rows.
+        let got16 = run(&|o| unsafe {
+            block::<half::bf16, false, 3>(SemiRef::new(layout, &bf[..]).unwrap(), &b, (0, rows), o)
+        });
+        // SAFETY: as above.
+        let got32 =
+            run(&|o| unsafe { block::<f32, false, 3>(SemiRef::new(layout, &vals32[..]).unwrap(), &b, (0, rows), o) });
+        assert_eq!(got16, got32);
+        for r in 0..rows {
+            for m in 0..n {
+                let want: f32 = (0..cols / 2)
+                    .map(|j| vals32[r * cols / 2 + j] * b[m * cols + kept[r * cols / 2 + j] as usize])
+                    .sum();
+                assert_eq!(got32[m * rows + r], want, "({m}, {r})");
             }
         }
     }

@@ -310,6 +310,15 @@ fn half_precision_products_accumulate_in_f32() {
         assert_eq!(got.dtype(), dtype);
         let reference = semi::mm(&a32, xh.cast(DType::F32)).cast(dtype);
         assert_eq!(host(got), host(reference), "{dtype:?}");
+        // A linear layer at decode size (3 and 8 rows: the 16-bit values read as stored, not
+        // widened), as the f32 product rounded once.
+        for rows in [3, 8] {
+            let xl = dense(&x[..rows * 256], [rows, 256], dtype, &device);
+            let got = semi::linear(xl.clone(), &a, None);
+            assert_eq!(got.dtype(), dtype);
+            let reference = semi::linear(xl.cast(DType::F32), &a32, None).cast(dtype);
+            assert_eq!(host(got), host(reference), "linear {dtype:?} {rows} rows");
+        }
     }
 }
 
