@@ -358,6 +358,119 @@ fn linear_2_4(bench: &Bench, device: &Device) {
     }
 }
 
+/// This machine's f32 multiply-add peak (GFLOP/s, all threads: independent AVX-512 or AVX2
+/// FMA chains, the widest the CPU has) and stream bandwidth (GB/s, a parallel triad
+/// `a = b + s c` over 3 x 128 MB, counting the bytes read and written), measured once: the
+/// bars the linear rows' fractions are taken against.
+fn machine_peaks() -> (f64, f64) {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads();
+    const ITERS: usize = 20_000_000;
+    let fma = |width: usize| {
+        let t = Instant::now();
+        let sums: f32 = (0..threads).into_par_iter().map(|i| chains(ITERS, i as f32 * 1e-9)).sum();
+        std::hint::black_box(sums);
+        (threads * ITERS * 12 * width * 2) as f64 / t.elapsed().as_secs_f64() / 1e9
+    };
+    // Twelve independent chains of `width`-lane FMAs: enough to cover the latency on any core.
+    #[cfg(target_arch = "x86_64")]
+    fn chains(iters: usize, seed: f32) -> f32 {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512(iters: usize, seed: f32) -> f32 {
+            use std::arch::x86_64::*;
+            let (m, a) = (_mm512_set1_ps(0.999_999), _mm512_set1_ps(seed));
+            let mut acc = [_mm512_set1_ps(1.0); 12];
+            for _ in 0..iters {
+                for x in acc.iter_mut() {
+                    *x = _mm512_fmadd_ps(*x, m, a);
+                }
+            }
+            acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(iters: usize, seed: f32) -> f32 {
+            use std::arch::x86_64::*;
+            let (m, a) = (_mm256_set1_ps(0.999_999), _mm256_set1_ps(seed));
+            let mut acc = [_mm256_set1_ps(1.0); 12];
+            for _ in 0..iters {
+                for x in acc.iter_mut() {
+                    *x = _mm256_fmadd_ps(*x, m, a);
+                }
+            }
+            let mut lanes = [0f32; 8];
+            acc.iter()
+                .map(|&x| {
+                    // SAFETY: `lanes` holds the 8 floats stored.
+                    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), x) };
+                    lanes.iter().sum::<f32>()
+                })
+                .sum()
+        }
+        if is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked).
+            unsafe { avx512(iters, seed) }
+        } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has AVX2 and FMA (checked).
+            unsafe { avx2(iters, seed) }
+        } else {
+            0.0
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    fn chains(_: usize, _: f32) -> f32 {
+        0.0
+    }
+    #[cfg(target_arch = "x86_64")]
+    let width = if is_x86_feature_detected!("avx512f") { 16 } else { 8 };
+    #[cfg(not(target_arch = "x86_64"))]
+    let width = 0;
+    let peak = fma(width);
+    let n = 32 << 20;
+    let (b, c) = (vec![1.0f32; n], vec![2.0f32; n]);
+    let mut a = vec![0.0f32; n];
+    let triad = |a: &mut [f32]| {
+        a.par_chunks_mut(1 << 16)
+            .zip(b.par_chunks(1 << 16))
+            .zip(c.par_chunks(1 << 16))
+            .for_each(|((a, b), c)| a.iter_mut().zip(b).zip(c).for_each(|((a, &b), &c)| *a = b + 3.0 * c));
+    };
+    triad(&mut a);
+    let t = time(5, || triad(&mut a));
+    (peak, (3 * n * 4) as f64 / (t.min * 1e-3) / 1e9)
+}
+
+/// Forward and backward of a linear layer `[M, K] -> [M, N]` (gradients of the weight and the
+/// input from `y.sum()`): `SemiStructuredLinear` against burn's `Linear`, both under autodiff on
+/// Flex.
+fn linear_fwd_bwd(bench: &Bench, m: usize, k: usize, n: usize) {
+    use sparsegrad::nn::SemiStructuredLinearConfig;
+    let ad = Device::flex().autodiff();
+    let shape = format!("M={m} K={k} N={n}");
+    let flops = 3.0 * 2.0 * (m * k * n) as f64;
+    let x = dense(m, k, 21, &ad);
+    let dense_layer = burn::nn::LinearConfig::new(k, n).init(&ad);
+    let dense_ms = bench.run("linear_dense_burn_fwd_bwd", &shape, 5, Some(flops), || {
+        let xg = x.clone().require_grad();
+        let grads = dense_layer.forward(xg.clone()).sum().backward();
+        std::hint::black_box(dense_layer.weight.val().grad(&grads).expect("weight grad"));
+        xg.grad(&grads).expect("x grad")
+    });
+    let semi_layer = SemiStructuredLinearConfig::new(k, n).init(&ad);
+    let semi_ms = bench.run("linear_2:4_fwd_bwd", &shape, 5, Some(flops), || {
+        let xg = x.clone().require_grad();
+        let grads = semi_layer.forward(xg.clone()).sum().backward();
+        std::hint::black_box(semi_layer.values.val().grad(&grads).expect("values grad"));
+        xg.grad(&grads).expect("x grad")
+    });
+    if !bench.json && !bench.sums {
+        println!(
+            "{:<28} {shape:<24} {:10.2}x faster than burn's dense Linear",
+            "linear_2:4_fwd_bwd / dense",
+            dense_ms / semi_ms
+        );
+    }
+}
+
 fn main() {
     let bench = Bench::parse();
     let kept = std::env::var_os("SPARSEGRAD_BENCH_DEFAULT_MALLOC").is_none() && memory::keep_freed_memory();
@@ -424,7 +537,17 @@ fn main() {
     }
 
     if bench.wants("linear") {
+        if !bench.json && !bench.sums {
+            let (fma, stream) = machine_peaks();
+            println!(
+                "{:<28} {:<24} {fma:10.1} GFLOP/s f32 FMA peak, {stream:.1} GB/s stream triad ({} threads)",
+                "machine",
+                "",
+                rayon::current_num_threads()
+            );
+        }
         linear_2_4(&bench, &device);
+        linear_fwd_bwd(&bench, 256, 4096, 4096);
     }
 
     if bench.wants("svd_lowrank") {

@@ -10,12 +10,12 @@
 //!   `NT` accumulators stay in registers across a slab. Positions come straight from the
 //!   nibbles: every nibble decodes to a column inside its own group, whatever its bits, so no
 //!   metadata word can lead a read outside the panel.
-//! - `semi_mm_t`: `Aᵀ · G` and `semi_sddmm` (the kept values' gradient), through the CSR view of
-//!   the pattern and the CSR kernels.
+//! - `semi_mm_t`: `Aᵀ · G` and `semi_sddmm` (the kept values' gradient), straight from the
+//!   metadata (`semi_backward`); with a narrow operand, `semi_mm` hands over to `semi_narrow`.
 
 use crate::alloc::out_len;
 use crate::error::{Result, SparseError};
-use crate::pattern::{CsrPattern, SendPtr};
+use crate::pattern::SendPtr;
 use crate::real::Real;
 use crate::scratch::Scratch;
 use crate::simd::{isa, Isa};
@@ -478,26 +478,15 @@ pub fn semi_mm<T: Real>(a: SemiRef<'_, T>, b: &[T], n: usize, transposed: bool) 
     out
 }
 
-/// `Aᵀ · G` on host slices (`G [rows, n]`): result `[cols, n]`.
+/// `Aᵀ · G` on host slices (`G [rows, n]`): result `[cols, n]` (see `semi_backward`).
 pub fn semi_mm_t<T: Real>(a: SemiRef<'_, T>, g: &[T], n: usize) -> Vec<T> {
-    let SemiLayout { meta, rows, cols } = a.layout;
-    let (crow, col) = csr_of(meta, rows, cols);
-    crate::spmm::spmm_t(kept_pattern(&crow, &col, cols), a.vals, g, n)
-}
-
-/// The CSR pattern of the kept entries, checked: a metadata array of the wrong length or a row
-/// length that is not a whole number of groups is a panic naming it, never an access outside
-/// the operands.
-fn kept_pattern<'a>(crow: &'a [i64], col: &'a [i64], cols: usize) -> CsrPattern<'a, i64, i64> {
-    CsrPattern::new(crow, col, cols).unwrap_or_else(|e| panic!("semi-structured pattern over {cols} columns: {e}"))
+    crate::semi_backward::semi_mm_t(a, g, n)
 }
 
 /// `out[r, j] = G[r] · B[col(r, j)]` on host slices (`G [rows, n]`, `B [cols, n]`): result
-/// `[rows, cols / 2]`.
+/// `[rows, cols / 2]` (see `semi_backward`).
 pub fn semi_sddmm<T: Real>(p: SemiLayout<'_>, g: &[T], b: &[T], n: usize) -> Vec<T> {
-    let SemiLayout { meta, rows, cols } = p;
-    let (crow, col) = csr_of(meta, rows, cols);
-    crate::sddmm::sddmm(kept_pattern(&crow, &col, cols), g, b, n)
+    crate::semi_backward::semi_sddmm(p, g, b, n)
 }
 
 #[cfg(test)]

@@ -110,6 +110,13 @@ pub(crate) fn as_f32<T: 'static>(x: &[T]) -> Option<&[f32]> {
         .then(|| unsafe { core::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()) })
 }
 
+/// `x` as `&mut [f32]` when `T` is `f32`.
+pub(crate) fn as_f32_mut<T: 'static>(x: &mut [T]) -> Option<&mut [f32]> {
+    (core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>())
+        // SAFETY: T is f32 (same type, same layout).
+        .then(|| unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut f32, x.len()) })
+}
+
 /// `x` as `&mut [MaybeUninit<f32>]` when `T` is `f32`.
 pub(crate) fn as_f32_uninit<T: 'static>(x: &mut [MaybeUninit<T>]) -> Option<&mut [MaybeUninit<f32>]> {
     (core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>())
