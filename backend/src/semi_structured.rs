@@ -13,7 +13,7 @@
 //! to it; `to_dense` scatters them back the same way. The products live in `semi_spmm` (host
 //! kernels) and in `sparsegrad-autodiff` (the differentiable ops).
 
-use crate::host::{with_floats, with_ints};
+use crate::host::{with_floats, with_ints, IntSlice};
 use crate::memo::PatternMemo;
 use crate::util::int_tensor;
 use crate::{Result, SparseError};
@@ -21,6 +21,8 @@ use burn::tensor::kind::Basic;
 use burn::tensor::IndexingUpdateOp;
 use burn::tensor::{DType, Device, Float, Int, Tensor, TensorData};
 pub use sparsegrad_kernels::semi::{compress_mask, kept_columns, slot, validate_metadata, SemiPattern, WORD_COLUMNS};
+use sparsegrad_kernels::semi::{SemiLayout, SemiRef};
+use sparsegrad_kernels::semi_int::{semi_mm_i8, I32_SAFE_COLS};
 
 /// torch's pattern for a dtype: 2:4 for 16- and 8-bit types, 1:2 for 32- and 64-bit floats.
 pub fn semi_pattern_for(dtype: DType) -> Result<SemiPattern> {
@@ -325,6 +327,70 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         } else {
             dense
         }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// i8 products with i32 sums.
+
+impl SemiStructuredTensor<Int> {
+    /// `self · x` for an i8 `x [cols, n]` (the logical shape's columns), summed in i32: the
+    /// `[rows, n]` int32 result of torch's int8 semi-structured product. Checked, exact: rows
+    /// wider than [`I32_SAFE_COLS`] (whose sums could wrap) are refused.
+    pub fn matmul_i32(&self, x: Tensor<2, Int>) -> Result<Tensor<2, Int>> {
+        self.product_i32("matmul_i32", x, false)
+    }
+
+    /// `x · selfᵀ` for an i8 `x [m, cols]` (a linear layer), summed in i32: `[m, rows]` int32.
+    pub fn linear_i32(&self, x: Tensor<2, Int>) -> Result<Tensor<2, Int>> {
+        self.product_i32("linear_i32", x, true)
+    }
+
+    fn product_i32(&self, op: &'static str, x: Tensor<2, Int>, linear: bool) -> Result<Tensor<2, Int>> {
+        if self.transposed {
+            return Err(sparsegrad_kernels::error::invalid(
+                op,
+                "the operand is a transposed view; the i8 products take the stored matrix (call .t() again)",
+            ));
+        }
+        if x.dtype() != DType::I8 {
+            return Err(SparseError::UnsupportedDtype {
+                component: "x (an i8 tensor)",
+                dtype: format!("{:?}", x.dtype()),
+            });
+        }
+        let (rows, cols) = (self.rows, self.cols);
+        if cols > I32_SAFE_COLS {
+            return Err(sparsegrad_kernels::error::invalid(
+                op,
+                format!("rows of {cols} columns: their i32 sums could overflow (at most {I32_SAFE_COLS})"),
+            ));
+        }
+        let [xr, xc] = x.dims();
+        let (n, fits) = if linear { (xr, xc == cols) } else { (xc, xr == cols) };
+        if !fits {
+            return Err(sparsegrad_kernels::error::invalid(
+                op,
+                format!(
+                    "[{rows}, {cols}] and x {:?} do not fit ({})",
+                    [xr, xc],
+                    if linear { "x [m, cols]" } else { "x [cols, n]" }
+                ),
+            ));
+        }
+        let device = x.device();
+        let meta: Vec<i16> = with_ints(&self.metadata, |s| s.to_i64()).into_iter().map(|v| v as i16).collect();
+        let out = with_ints(&self.values, |v| {
+            with_ints(&x, |b| match (v, b) {
+                (IntSlice::I8(v), IntSlice::I8(b)) => {
+                    let layout = SemiLayout::new(&meta, rows, cols)?;
+                    Ok(semi_mm_i8(SemiRef::new(layout, v)?, b, n, linear))
+                }
+                _ => Err(SparseError::UnsupportedDtype { component: "values and x", dtype: "not i8".into() }),
+            })
+        })?;
+        let shape = if linear { [n, rows] } else { [rows, n] };
+        Ok(Tensor::from_data(TensorData::new(out, shape), (&device, DType::I32)))
     }
 }
 

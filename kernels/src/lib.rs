@@ -19,7 +19,8 @@
 //! - `softmax`: softmax and log-softmax over segments of stored elements, and their gradient.
 //! - `semi`: 2:4 semi-structured metadata and products; `semi_narrow`: the products with a
 //!   narrow dense operand (a linear layer at decode size), bound by the bytes of the 2:4 matrix;
-//!   `semi_backward`: the backward products (`Aᵀ · G`, the kept values' gradient) from the metadata.
+//!   `semi_backward`: the backward products (`Aᵀ · G`, the kept values' gradient) from the metadata;
+//!   `semi_int`: i8 products with i32 sums.
 //! - `tall`: tall thin dense matrices (`XᵀX` in f64, `X T` in place, standard normal draws),
 //!   the host steps of the randomized SVD.
 //!
@@ -41,6 +42,7 @@ pub(crate) mod scratch;
 pub mod sddmm;
 pub mod semi;
 pub mod semi_backward;
+pub mod semi_int;
 pub mod semi_narrow;
 pub mod simd;
 pub mod softmax;

@@ -404,3 +404,51 @@ fn gradients_stay_on_the_pattern() {
     let gx = x.grad(&grads).unwrap();
     assert_near(&host(gx), &host(g.inner().matmul(a.to_dense().inner())), 1e-12, "d x");
 }
+
+/// i8 products sum in i32 (torch's int8 semi-structured product returns int32): against the
+/// dense integer product of the densified operand, at the i8 extremes, both orientations; a
+/// float operand, a mismatched shape and a transposed view are refused.
+#[test]
+fn i8_products_sum_in_i32() {
+    let device = Device::flex();
+    let (rows, cols, n) = (6, 24, 5);
+    // Two kept per group of four, at positions that vary with the row; -128 and 127 included.
+    let dense_a: Vec<i8> = (0..rows * cols)
+        .map(|i| {
+            let (r, c) = (i / cols, i % cols);
+            if (c + r) % 4 < 2 {
+                if (r + c) % 3 == 0 {
+                    -128
+                } else {
+                    ((r * 31 + c * 17) % 255) as i8
+                }
+            } else {
+                0
+            }
+        })
+        .collect();
+    let xs: Vec<i8> = (0..cols * n).map(|i| if i % 4 == 0 { -128 } else { (i * 53 % 255) as i8 }).collect();
+    let ints = |v: &[i8], shape: [usize; 2]| {
+        Tensor::<2, Int>::from_data(TensorData::new(v.to_vec(), shape), (&device, DType::I8))
+    };
+    let a = to_sparse_semi_structured(ints(&dense_a, [rows, cols])).unwrap();
+    let host = |t: Tensor<2, Int>| t.into_data().iter::<i64>().collect::<Vec<_>>();
+    let got = a.matmul_i32(ints(&xs, [cols, n])).unwrap();
+    assert_eq!(got.dtype(), DType::I32);
+    let want: Vec<i64> = (0..rows * n)
+        .map(|i| (0..cols).map(|c| dense_a[(i / n) * cols + c] as i64 * xs[c * n + i % n] as i64).sum())
+        .collect();
+    assert_eq!(host(got), want);
+    // x [n, cols] · Aᵀ.
+    let xt: Vec<i8> = (0..n * cols).map(|i| xs[(i % cols) * n + i / cols]).collect();
+    let got = a.linear_i32(ints(&xt, [n, cols])).unwrap();
+    let want_t: Vec<i64> = (0..n * rows).map(|i| want[(i % rows) * n + i / rows]).collect();
+    assert_eq!(host(got), want_t);
+    // Refusals.
+    let err = a.matmul_i32(Tensor::<2, Int>::zeros([cols, n], (&device, DType::I32))).unwrap_err();
+    assert!(matches!(err, SparseError::UnsupportedDtype { .. }), "{err}");
+    let err = a.matmul_i32(ints(&xs[..(cols - 4) * n], [cols - 4, n])).unwrap_err();
+    assert!(err.to_string().contains("do not fit"), "{err}");
+    let err = a.t().matmul_i32(ints(&xs[..rows * n], [rows, n])).unwrap_err();
+    assert!(err.to_string().contains("transposed"), "{err}");
+}
