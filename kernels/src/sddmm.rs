@@ -17,8 +17,39 @@ use crate::simd::{as_f32, as_f32_uninit, isa, multiversion, prefetch_row, Isa, P
 use core::mem::MaybeUninit;
 use rayon::prelude::*;
 
+/// `x · y` over equal-length slices, portable: four independent 16-lane accumulators (one would
+/// chain every multiply-add on the previous one's latency), reduced by halving. The kernels'
+/// dot product where no intrinsic version runs.
+#[inline(always)]
+pub(crate) fn dot_lanes<T: Real, const FMA: bool>(x: &[T], y: &[T]) -> T {
+    const LANES: usize = 16;
+    let mut acc = [[T::default(); LANES]; 4];
+    let mut wide_x = x.chunks_exact(4 * LANES);
+    let mut wide_y = y.chunks_exact(4 * LANES);
+    for (cx, cy) in wide_x.by_ref().zip(wide_y.by_ref()) {
+        for q in 0..4 {
+            for t in 0..LANES {
+                let (a, b) = (cx[q * LANES + t], cy[q * LANES + t]);
+                acc[q][t] = if FMA { T::mul_add(a, b, acc[q][t]) } else { acc[q][t] + a * b };
+            }
+        }
+    }
+    for (t, (&a, &b)) in wide_x.remainder().iter().zip(wide_y.remainder()).enumerate() {
+        acc[(t / LANES) % 4][t % LANES] = acc[(t / LANES) % 4][t % LANES] + a * b;
+    }
+    let mut acc: [T; LANES] = core::array::from_fn(|t| (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]));
+    let mut width = LANES / 2;
+    while width > 0 {
+        for t in 0..width {
+            acc[t] = acc[t] + acc[t + width];
+        }
+        width /= 2;
+    }
+    acc[0]
+}
+
 /// Entries of rows `r0..` filling `out` (which starts at row `r0`'s first entry): each row of
-/// `a` is read once for all its entries, dot products run in 16 lanes and reduce by halving.
+/// `a` is read once for all its entries ([`dot_lanes`] for each).
 #[inline(always)]
 fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(
     p: CsrPattern<'_, I, J>,
@@ -29,7 +60,6 @@ fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(
     out: &mut [MaybeUninit<T>],
 ) {
     let (crow, col) = (p.ptr(), p.idx());
-    const LANES: usize = 16;
     let base = crow[r0].to_i64() as usize;
     let mut r = r0;
     let mut done = 0;
@@ -39,32 +69,7 @@ fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(
         for j in s..e {
             prefetch_row(b, col, j + PREFETCH, d, 0, d.min(64));
             let br = &b[col[j].to_i64() as usize * d..][..d];
-            // Four independent 16-lane accumulators: one would chain every FMA of the row on
-            // the previous one's latency.
-            let mut acc = [[T::default(); LANES]; 4];
-            let mut wide_a = ar.chunks_exact(4 * LANES);
-            let mut wide_b = br.chunks_exact(4 * LANES);
-            for (ca, cb) in wide_a.by_ref().zip(wide_b.by_ref()) {
-                for q in 0..4 {
-                    for t in 0..LANES {
-                        let (x, y) = (ca[q * LANES + t], cb[q * LANES + t]);
-                        acc[q][t] = if FMA { T::mul_add(x, y, acc[q][t]) } else { acc[q][t] + x * y };
-                    }
-                }
-            }
-            let (ra, rb) = (wide_a.remainder(), wide_b.remainder());
-            for (t, (&x, &y)) in ra.iter().zip(rb).enumerate() {
-                acc[(t / LANES) % 4][t % LANES] = acc[(t / LANES) % 4][t % LANES] + x * y;
-            }
-            let mut acc: [T; LANES] = core::array::from_fn(|t| (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]));
-            let mut width = LANES / 2;
-            while width > 0 {
-                for t in 0..width {
-                    acc[t] = acc[t] + acc[t + width];
-                }
-                width /= 2;
-            }
-            out[j - base].write(acc[0]);
+            out[j - base].write(dot_lanes::<T, FMA>(ar, br));
         }
         done += e - s;
         r += 1;

@@ -261,7 +261,6 @@ pub fn semi_mm_t<T: Real>(a: SemiRef<'_, T>, g: &[T], n: usize) -> Vec<T> {
 /// `r0`'s first value) with their rows of `B`.
 #[inline(always)]
 fn sddmm_rows<T: Real, const FMA: bool>(layout: SemiLayout<'_>, g: &[T], b: &[T], n: usize, r0: usize, out: &mut [T]) {
-    const LANES: usize = 16;
     let (cols, meta) = (layout.cols(), layout.meta());
     let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
     for (i, o) in out.chunks_mut(half).enumerate() {
@@ -270,30 +269,7 @@ fn sddmm_rows<T: Real, const FMA: bool>(layout: SemiLayout<'_>, g: &[T], b: &[T]
         for (j, o) in o.iter_mut().enumerate() {
             let (c0, c1) = group_columns(wr, j / 2);
             let br = &b[if j % 2 == 0 { c0 } else { c1 } * n..][..n];
-            // Four independent chains of 16 lanes, reduced by halving.
-            let mut acc = [[T::default(); LANES]; 4];
-            let mut wide_g = gr.chunks_exact(4 * LANES);
-            let mut wide_b = br.chunks_exact(4 * LANES);
-            for (cg, cb) in wide_g.by_ref().zip(wide_b.by_ref()) {
-                for q in 0..4 {
-                    for t in 0..LANES {
-                        let (x, y) = (cg[q * LANES + t], cb[q * LANES + t]);
-                        acc[q][t] = if FMA { T::mul_add(x, y, acc[q][t]) } else { acc[q][t] + x * y };
-                    }
-                }
-            }
-            for (t, (&x, &y)) in wide_g.remainder().iter().zip(wide_b.remainder()).enumerate() {
-                acc[(t / LANES) % 4][t % LANES] = acc[(t / LANES) % 4][t % LANES] + x * y;
-            }
-            let mut acc: [T; LANES] = core::array::from_fn(|t| (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]));
-            let mut width = LANES / 2;
-            while width > 0 {
-                for t in 0..width {
-                    acc[t] = acc[t] + acc[t + width];
-                }
-                width /= 2;
-            }
-            *o = acc[0];
+            *o = crate::sddmm::dot_lanes::<T, FMA>(gr, br);
         }
     }
 }
