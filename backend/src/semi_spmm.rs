@@ -29,7 +29,7 @@ use burn::tensor::{DType, Shape, TensorData};
 use half::{bf16, f16};
 use sparsegrad_kernels::pattern::{CsrPattern, TransposeCell};
 use sparsegrad_kernels::semi::{csr_of, semi_mm, semi_mm_t, semi_sddmm, SemiLayout, SemiRef};
-use sparsegrad_kernels::semi_narrow::{semi_mm_narrow_16, NARROW};
+use sparsegrad_kernels::semi_narrow::{semi_mm_narrow_16, semi_mm_narrow_bf16, NARROW};
 
 /// Products with a semi-structured matrix `A [rows, cols]` given as kept values
 /// `[rows, cols / 2]` and `i16` metadata words `[rows, ceil(cols / 16)]`.
@@ -164,10 +164,21 @@ impl SemiKernels for Flex {
             // would write and read twice their bytes, which is what the product costs); `b`,
             // a few rows, is widened.
             let values = contiguous(values);
-            let b = FlexTensor::from_data(b.into_data().convert_dtype(DType::F32));
-            let b = b.as_slice::<f32>().expect("f32 operand");
             let out = with_words(metadata, |meta| {
                 let layout = semi_layout(meta, rows, cols);
+                if dtype == DType::BF16 && b.dtype() == DType::BF16 {
+                    // bf16 against bf16: the dot-product instruction where the CPU has it.
+                    let b = contiguous(b);
+                    let v = values.as_slice::<bf16>().expect("bf16 values");
+                    return semi_mm_narrow_bf16(
+                        semi_ref_in(layout, v),
+                        b.as_slice::<bf16>().expect("bf16"),
+                        n,
+                        transposed,
+                    );
+                }
+                let b = FlexTensor::from_data(b.into_data().convert_dtype(DType::F32));
+                let b = b.as_slice::<f32>().expect("f32 operand");
                 if dtype == DType::BF16 {
                     let v = values.as_slice::<bf16>().expect("bf16 values");
                     semi_mm_narrow_16(semi_ref_in(layout, v), b, n, transposed)

@@ -366,24 +366,38 @@ pub fn semi_mm_narrow_16<H: Kept<Acc = f32>>(a: SemiRef<'_, H>, b: &[f32], n: us
 }
 
 fn narrow<V: Kept>(a: SemiRef<'_, V>, b: &[V::Acc], n: usize, transposed: bool) -> Vec<V::Acc> {
-    let (rows, cols) = (a.layout().rows(), a.layout().cols());
     assert!(n <= NARROW, "semi_mm_narrow: at most {NARROW} rows of B, not {n}");
+    drive(a, b, n, transposed, rows_of_n::<V>(n))
+}
+
+/// A kernel over rows of `A`: values `V`, `B`'s elements `X`, results `O`.
+type Kernel<V, X, O> = for<'a, 'b, 'c> unsafe fn(SemiRef<'a, V>, &'b [X], (usize, usize), &'c Out<O>);
+
+/// Runs `kernel` over blocks of rows of `A` in parallel: `B` as `[n, cols]` (turned once when
+/// given as `[cols, n]`), the results into `[n, rows]` or `[rows, n]`.
+fn drive<V: Copy + Sync, X: Copy + Send + Sync + 'static, O>(
+    a: SemiRef<'_, V>,
+    b: &[X],
+    n: usize,
+    transposed: bool,
+    kernel: Kernel<V, X, O>,
+) -> Vec<O> {
+    let (rows, cols) = (a.layout().rows(), a.layout().cols());
     assert_eq!(b.len(), out_len(cols, n, "semi_mm: b"), "semi_mm: b is [cols, n] (or [n, cols] transposed)");
     let len = out_len(rows, n, "semi_mm: the output");
     if len == 0 {
         return Vec::new();
     }
     // `A · B` takes B's columns as rows: a copy of n x cols elements, a few pages at most.
-    let bt: Vec<V::Acc>;
+    let bt: Vec<X>;
     let b = if transposed {
         b
     } else {
         bt = crate::dense::transpose_blocked(b, cols, n);
         &bt
     };
-    let mut out: Vec<V::Acc> = Vec::with_capacity(len);
+    let mut out: Vec<O> = Vec::with_capacity(len);
     let dst = Out { ptr: SendPtr(out.as_mut_ptr()), rows, n, transposed };
-    let kernel = rows_of_n::<V>(n);
     (0..rows.div_ceil(ROW_BLOCK)).into_par_iter().for_each(|blk| {
         let span = (blk * ROW_BLOCK, (blk * ROW_BLOCK + ROW_BLOCK).min(rows));
         // SAFETY: the output holds rows * n elements; this task alone owns the rows of `span`
@@ -395,6 +409,131 @@ fn narrow<V: Kept>(a: SemiRef<'_, V>, b: &[V::Acc], n: usize, transposed: bool) 
     // rows: every element of the output is written once.
     unsafe { out.set_len(len) };
     out
+}
+
+/// [`semi_mm_narrow_16`] for bf16 values and a bf16 `B`, summed in f32: on CPUs with
+/// AVX512_BF16, `B` stays bf16 and each step of 64 columns is one 16-bit permute and one
+/// `vdpbf16ps` per row of `B` (each f32 lane sums a group's two products), half the
+/// instructions of widening `B`; elsewhere (or with `cols` not a multiple of 64) `B` is widened
+/// and [`semi_mm_narrow_16`] runs. The dot-product instruction treats subnormal inputs and
+/// results as zero.
+///
+/// # Panics
+/// As [`semi_mm_narrow`].
+pub fn semi_mm_narrow_bf16(a: SemiRef<'_, half::bf16>, b: &[half::bf16], n: usize, transposed: bool) -> Vec<f32> {
+    assert!(n <= NARROW, "semi_mm_narrow: at most {NARROW} rows of B, not {n}");
+    #[cfg(target_arch = "x86_64")]
+    if a.layout().cols().is_multiple_of(64)
+        && isa() == Isa::Avx512
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512bf16")
+    {
+        return drive(a, b, n, transposed, bf16_rows_of_n(n));
+    }
+    let wide: Vec<f32> = b.iter().map(|v| v.to_f32()).collect();
+    semi_mm_narrow_16(a, &wide, n, transposed)
+}
+
+/// [`bf16_rows`] for `n` (1..=16).
+#[cfg(target_arch = "x86_64")]
+fn bf16_rows_of_n(n: usize) -> Kernel<half::bf16, half::bf16, f32> {
+    match n {
+        1 => bf16_rows::<1>,
+        2 => bf16_rows::<2>,
+        3 => bf16_rows::<3>,
+        4 => bf16_rows::<4>,
+        5 => bf16_rows::<5>,
+        6 => bf16_rows::<6>,
+        7 => bf16_rows::<7>,
+        8 => bf16_rows::<8>,
+        9 => bf16_rows::<9>,
+        10 => bf16_rows::<10>,
+        11 => bf16_rows::<11>,
+        12 => bf16_rows::<12>,
+        13 => bf16_rows::<13>,
+        14 => bf16_rows::<14>,
+        15 => bf16_rows::<15>,
+        _ => bf16_rows::<16>,
+    }
+}
+
+/// Rows `r0..r1` of `A` (bf16) against the `N` bf16 rows of `b`, 64 columns (32 kept values)
+/// a step, in column slabs as `block_avx512`.
+///
+/// # Safety
+/// The CPU supports AVX-512F, BW and BF16 (checked by [`semi_mm_narrow_bf16`]); `cols` is a
+/// multiple of 64; as [`block`] for the writes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn bf16_rows<const N: usize>(
+    a: SemiRef<'_, half::bf16>,
+    b: &[half::bf16],
+    (r0, r1): (usize, usize),
+    out: &Out<f32>,
+) {
+    use core::arch::x86_64::*;
+    let cols = a.layout().cols();
+    let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
+    let (meta, vals) = (a.layout().meta(), a.vals());
+    assert!(cols.is_multiple_of(64) && b.len() >= N * cols && meta.len() >= r1 * words && vals.len() >= r1 * half);
+    // Lane i of a step (its i-th kept value) reads word i / 8 of the step's four, shifted by
+    // 2 (i % 8), masked to its slot, in group i / 2.
+    let word_of: __m512i = _mm512_set_epi16(
+        3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+    );
+    let shifts: __m512i = _mm512_set_epi16(
+        14, 12, 10, 8, 6, 4, 2, 0, 14, 12, 10, 8, 6, 4, 2, 0, 14, 12, 10, 8, 6, 4, 2, 0, 14, 12, 10, 8, 6, 4, 2, 0,
+    );
+    let base: __m512i = _mm512_set_epi16(
+        60, 60, 56, 56, 52, 52, 48, 48, 44, 44, 40, 40, 36, 36, 32, 32, 28, 28, 24, 24, 20, 20, 16, 16, 12, 12, 8, 8,
+        4, 4, 0, 0,
+    );
+    let three = _mm512_set1_epi16(3);
+    let steps = cols / 64;
+    let slab = (24 * 1024 / (2 * 64 * N)).max(1);
+    let mut part = vec![[_mm512_setzero_ps(); N]; r1 - r0];
+    for s0 in (0..steps).step_by(slab) {
+        for r in r0..r1 {
+            let (w, v) = (&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half]);
+            let mut acc = part[r - r0];
+            let (next_v, next_w) =
+                (vals.as_ptr().wrapping_add((r + 1) * half), meta.as_ptr().wrapping_add((r + 1) * words));
+            for st in s0..(s0 + slab).min(steps) {
+                if r + 1 < r1 {
+                    // As `block_avx512`: the slab's runs are too short for the hardware prefetcher.
+                    _mm_prefetch::<_MM_HINT_T0>(next_v.wrapping_add(32 * st) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(next_w.wrapping_add(4 * st) as *const i8);
+                }
+                let quad = w[4 * st..4 * st + 4]
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |q, (i, &x)| q | ((x as u16 as u64) << (16 * i)));
+                let words4 = _mm512_permutexvar_epi16(word_of, _mm512_set1_epi64(quad as i64));
+                let idx = _mm512_add_epi16(_mm512_and_si512(_mm512_srlv_epi16(words4, shifts), three), base);
+                // SAFETY: values 32 st..32 st + 32 of the row (64 (st + 1) <= cols), read as a
+                // 512-bit vector of plain bits (32 bf16 lanes).
+                let kept: __m512bh =
+                    unsafe { core::mem::transmute(_mm512_loadu_si512(v.as_ptr().add(32 * st) as *const _)) };
+                for (m, am) in acc.iter_mut().enumerate() {
+                    // SAFETY: columns 64 st..64 st + 64 <= cols of row m < N of `b` (asserted).
+                    let (x0, x1) = unsafe {
+                        let x = b.as_ptr().add(m * cols + 64 * st) as *const __m512i;
+                        (_mm512_loadu_si512(x as *const _), _mm512_loadu_si512(x.add(1) as *const _))
+                    };
+                    // SAFETY: both are 512-bit vectors of plain bits (32 bf16 lanes).
+                    let xs: __m512bh = unsafe { core::mem::transmute(_mm512_permutex2var_epi16(x0, idx, x1)) };
+                    *am = _mm512_dpbf16_ps(*am, kept, xs);
+                }
+            }
+            part[r - r0] = acc;
+        }
+    }
+    for r in r0..r1 {
+        for (m, am) in part[r - r0].iter().enumerate() {
+            // SAFETY: m < N, r in r0..r1 (the caller's promise).
+            unsafe { out.put(m, r, _mm512_reduce_add_ps(*am)) };
+        }
+    }
 }
 
 #[cfg(test)]
@@ -454,6 +593,46 @@ mod tests {
                     for m in 0..n {
                         assert_eq!(got[r * n + m] as f64, want[m * rows + r], "A·B cols={cols} n={n} ({r}, {m})");
                     }
+                }
+            }
+        }
+    }
+
+    /// bf16 values against a bf16 `B` (the dot-product instruction where the CPU has it, at
+    /// 64 and 128 columns; the widening route at 100) equal the product on widened values, in
+    /// both orientations (small integers: every sum is exact).
+    #[test]
+    fn bf16_products_match_widened() {
+        let rows = 37;
+        for cols in [64usize, 100, 128] {
+            // Two kept slots per group, varying with the row and group.
+            let mut nz = vec![false; rows * cols];
+            for r in 0..rows {
+                for g in 0..cols / 4 {
+                    let (s0, s1) = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)][(r * 7 + g * 5) % 6];
+                    nz[r * cols + 4 * g + s0] = true;
+                    nz[r * cols + 4 * g + s1] = true;
+                }
+            }
+            let (meta, kept) = compress_mask(&nz, rows, cols, SemiPattern::TwoFour).unwrap();
+            let layout = SemiLayout::new(&meta, rows, cols).unwrap();
+            let vals: Vec<half::bf16> = (0..kept.len()).map(|j| half::bf16::from_f32((j % 11) as f32 - 5.0)).collect();
+            for n in [1usize, 3, 8, 16] {
+                let b: Vec<half::bf16> =
+                    (0..n * cols).map(|i| half::bf16::from_f32(((i * 7) % 13) as f32 - 6.0)).collect();
+                let wide: Vec<f32> = b.iter().map(|v| v.to_f32()).collect();
+                for transposed in [true, false] {
+                    let (bb, ww) = if transposed {
+                        (b.clone(), wide.clone())
+                    } else {
+                        (crate::dense::transpose_blocked(&b, n, cols), crate::dense::transpose_blocked(&wide, n, cols))
+                    };
+                    let a = SemiRef::new(layout, &vals[..]).unwrap();
+                    assert_eq!(
+                        semi_mm_narrow_bf16(a, &bb, n, transposed),
+                        semi_mm_narrow_16(a, &ww, n, transposed),
+                        "cols={cols} n={n} transposed={transposed}"
+                    );
                 }
             }
         }
