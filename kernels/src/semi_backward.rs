@@ -130,11 +130,14 @@ unsafe fn mm_t_task_f32_avx512(
                 let gp = g[r * n + p0..][..PANEL].as_ptr();
                 // SAFETY: `gp` starts a checked slice of 64 floats.
                 let x: [__m512; 4] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(gp.add(16 * q)) });
-                for (s, row) in acc.iter_mut().enumerate() {
-                    // Both slots equal (metadata not from a valid group) adds both values, as
-                    // the portable walk does.
-                    let coef = if s == s0 { v0 } else { 0.0 } + if s == s1 { v1 } else { 0.0 };
-                    let c = _mm512_set1_ps(coef);
+                // The slots' coefficients through a small array (two stores, four broadcast
+                // loads) rather than four compare-and-select chains; both slots equal (metadata
+                // not from a valid group) adds both values, as the portable walk does.
+                let mut coef = [0f32; 4];
+                coef[s0] = v0;
+                coef[s1] += v1;
+                for (row, &k) in acc.iter_mut().zip(&coef) {
+                    let c = _mm512_set1_ps(k);
                     for (a, &xq) in row.iter_mut().zip(&x) {
                         *a = _mm512_fmadd_ps(c, xq, *a);
                     }
