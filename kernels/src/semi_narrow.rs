@@ -29,6 +29,10 @@ pub const NARROW: usize = 16;
 /// Rows of `A` per task.
 const ROW_BLOCK: usize = 64;
 
+/// Rows ahead whose slab runs the narrow kernels prefetch: one row's run (1.5 KB at N = 8) is
+/// summed in less than a memory latency, so the next row's lines arrived late.
+const AHEAD: usize = 3;
+
 mod sealed {
     pub trait Sealed {}
     impl<T: crate::real::Real> Sealed for T {}
@@ -247,12 +251,12 @@ unsafe fn block_avx512<V: Copy + 'static, const N: usize>(
             let mut acc = part[r - r0];
             // The slab's part of each row is a short run (1.5 KB at N = 8) and the next run
             // starts a row further: too short for the hardware prefetcher, which left the
-            // value loads waiting on memory. Each step fetches the same step of the next row
+            // value loads waiting on memory. Each step fetches the same step of a row `AHEAD` further
             // (addresses formed with wrapping arithmetic; a prefetch never faults).
             let (next_v, next_w) =
-                (vals.as_ptr().wrapping_add((r + 1) * half), meta.as_ptr().wrapping_add((r + 1) * words));
+                (vals.as_ptr().wrapping_add((r + AHEAD) * half), meta.as_ptr().wrapping_add((r + AHEAD) * words));
             for ch in ch0..(ch0 + slab).min(chunks) {
-                if r + 1 < r1 {
+                if r + AHEAD < r1 {
                     _mm_prefetch::<_MM_HINT_T0>(next_v.wrapping_add(16 * ch) as *const i8);
                     _mm_prefetch::<_MM_HINT_T0>(next_w.wrapping_add(2 * ch) as *const i8);
                 }
@@ -497,9 +501,9 @@ unsafe fn bf16_rows<const N: usize>(
             let (w, v) = (&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half]);
             let mut acc = part[r - r0];
             let (next_v, next_w) =
-                (vals.as_ptr().wrapping_add((r + 1) * half), meta.as_ptr().wrapping_add((r + 1) * words));
+                (vals.as_ptr().wrapping_add((r + AHEAD) * half), meta.as_ptr().wrapping_add((r + AHEAD) * words));
             for st in s0..(s0 + slab).min(steps) {
-                if r + 1 < r1 {
+                if r + AHEAD < r1 {
                     // As `block_avx512`: the slab's runs are too short for the hardware prefetcher.
                     _mm_prefetch::<_MM_HINT_T0>(next_v.wrapping_add(32 * st) as *const i8);
                     _mm_prefetch::<_MM_HINT_T0>(next_w.wrapping_add(4 * st) as *const i8);
