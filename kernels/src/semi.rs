@@ -238,6 +238,9 @@ const SLAB_BYTES: usize = 32 * 1024;
 /// Rows of `A` per task: enough that a slab is reused many times before the next is loaded.
 const RB: usize = 256;
 
+/// Rows ahead whose slab run of values and metadata a task prefetches.
+const AHEAD: usize = 3;
+
 /// `acc += v0 · bp[c0] + v1 · bp[c1]` over the `NT` columns of the packed panel.
 ///
 /// # Safety
@@ -328,10 +331,12 @@ fn block_rows<T: Real, const FMA: bool, const NT: usize>(
             // The slab's run of each row is short (256 bytes of values at NT = 64) and the next
             // starts a row further: too short for the hardware prefetcher, which left the value
             // loads waiting on memory (measured: M = 64, K = 4096 ran at a third of M = 256's
-            // rate). Fetch the next row's run while this one is summed.
-            if r + 1 < r1 {
-                prefetch_range(vals, (r + 1) * half + k0 / 2, (k1 - k0) / 2);
-                prefetch_range(meta, (r + 1) * words + k0 / WORD_COLUMNS, (k1 - k0).div_ceil(WORD_COLUMNS));
+            // rate). Fetch the run of a row `AHEAD` further while this one is summed (a row's run
+            // is summed in less than a memory latency).
+            if r + AHEAD < r1 {
+                let ahead = r + AHEAD;
+                prefetch_range(vals, ahead * half + k0 / 2, (k1 - k0) / 2);
+                prefetch_range(meta, ahead * words + k0 / WORD_COLUMNS, (k1 - k0).div_ceil(WORD_COLUMNS));
             }
             let a: &mut [T; NT] = (&mut acc[(r - r0) * NT..][..NT]).try_into().expect("NT accumulators");
             let mut regs = *a;
