@@ -12,9 +12,14 @@
 //!   by `2 i`: nibble `g` holds the slots of values `2 g` and `2 g + 1`); the row of `B`'s
 //!   32 columns selected into kept order by one two-register permute. Every decoded index lies
 //!   in `0..32`, inside the chunk's own columns, so no metadata word can lead a read elsewhere.
+//!   Kept values stored as bf16 or f16 are read as stored and widened in registers.
+//! - AVX512_BF16 (bf16 values against a bf16 `B`): 64 columns a step, one 16-bit permute and one
+//!   `vdpbf16ps` per row of `B` (`semi_mm_narrow_bf16`).
 //! - Elsewhere: the same walk a group at a time.
 //!
-//! Rows of `A` go to tasks in blocks, so each thread streams its own part of the values.
+//! Rows of `A` go to tasks in blocks, so each thread streams its own part of the values; the
+//! columns go in slabs whose rows of `B` stay in L1, and each step prefetches the slab's run of
+//! a row [`AHEAD`] rows further (the runs are too short for the hardware prefetcher).
 
 use crate::alloc::out_len;
 use crate::pattern::SendPtr;
