@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-/// How a [`crate::SparseTensor`] stores its specified elements.
+/// How a `SparseTensor` (of `sparsegrad-backend`) stores its specified elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// Coordinate format: `indices [sparse_dim, nse]`, `values [nse, *dense]`; may be uncoalesced.

@@ -19,7 +19,7 @@
 //!
 //! Rows of `A` go to tasks in blocks, so each thread streams its own part of the values; the
 //! columns go in slabs whose rows of `B` stay in L1, and each step prefetches the slab's run of
-//! a row [`AHEAD`] rows further (the runs are too short for the hardware prefetcher).
+//! a row `AHEAD` rows further (the runs are too short for the hardware prefetcher).
 
 use crate::alloc::out_len;
 use crate::pattern::SendPtr;
