@@ -86,12 +86,53 @@ unsafe fn mm_t_task<T: Real, const FMA: bool>(
     }
 }
 
+/// The operands of one (row chunk, group) pass of `mm_t_task_f32_avx512`.
+#[cfg(target_arch = "x86_64")]
+struct Bucket<'a> {
+    vals: &'a [f32],
+    g: &'a [f32],
+    half: usize,
+    n: usize,
+    r0: usize,
+    grp: usize,
+    p0: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Bucket<'_> {
+    /// Adds, for each chunk row `r0 + i` of `rows` (whose group keeps slots `S0` and `S1`), its
+    /// kept values times its panel of `G` to result rows `S0` and `S1` of `acc`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn add<const S0: usize, const S1: usize>(
+        &self,
+        rows: &[u8],
+        acc: &mut [[core::arch::x86_64::__m512; 4]; 4],
+    ) {
+        use core::arch::x86_64::*;
+        for &i in rows {
+            let r = self.r0 + i as usize;
+            let (v0, v1) = (self.vals[r * self.half + 2 * self.grp], self.vals[r * self.half + 2 * self.grp + 1]);
+            let gp = self.g[r * self.n + self.p0..][..PANEL].as_ptr();
+            let (c0, c1) = (_mm512_set1_ps(v0), _mm512_set1_ps(v1));
+            // SAFETY: `gp` starts a checked slice of 64 floats.
+            let x: [__m512; 4] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(gp.add(16 * q)) });
+            for (q, &xq) in x.iter().enumerate() {
+                acc[S0][q] = _mm512_fmadd_ps(c0, xq, acc[S0][q]);
+                acc[S1][q] = _mm512_fmadd_ps(c1, xq, acc[S1][q]);
+            }
+        }
+    }
+}
+
 /// [`mm_t_task`] for f32 with AVX-512 on a whole panel (64 columns): one group at a time, its
-/// four result rows' panel (16 registers) summed over every row of `A` in registers. Each row
-/// adds its row of `G` to each of the four with a coefficient that is its kept value on the
-/// kept slots and zero on the others: twice the multiply-adds of the kept values, but no
-/// result row goes through memory between rows (summed in memory, each update waited on the
-/// previous one's store).
+/// four result rows' panel (16 registers) summed over a chunk of rows of `A` in registers (summed
+/// in memory, each update waited on the previous one's store). The chunk's rows are bucketed by
+/// the group's nibble, so each bucket adds to its two result rows by registers known at compile
+/// time (one coefficient per slot, zero on the unkept two, doubled the multiply-adds).
 ///
 /// # Safety
 /// The CPU supports AVX-512F; `w = 64`; as [`mm_t_task`].
@@ -116,6 +157,7 @@ unsafe fn mm_t_task_f32_avx512(
     // (Down all rows at once, the panel, 1 MB at 4096 rows, came from L3 for every group.)
     const CHUNK: usize = 128;
     let mut sums = vec![0f32; (g1 - g0) * 4 * PANEL];
+    let mut bucket = [[0u8; CHUNK]; 16];
     for r0 in (0..rows).step_by(CHUNK) {
         for grp in g0..g1 {
             let sp = sums[(grp - g0) * 4 * PANEL..][..4 * PANEL].as_mut_ptr();
@@ -123,23 +165,40 @@ unsafe fn mm_t_task_f32_avx512(
                 // SAFETY: `sp` starts a checked slice of 4 x 64 floats.
                 core::array::from_fn(|q| unsafe { _mm512_loadu_ps(sp.add(PANEL * s + 16 * q)) })
             });
-            for r in r0..(r0 + CHUNK).min(rows) {
-                let nibble = (meta[r * words + grp / 4] as u16 as usize) >> (4 * (grp % 4));
-                let (s0, s1) = (nibble & 3, (nibble >> 2) & 3);
-                let (v0, v1) = (vals[r * half + 2 * grp], vals[r * half + 2 * grp + 1]);
-                let gp = g[r * n + p0..][..PANEL].as_ptr();
-                // SAFETY: `gp` starts a checked slice of 64 floats.
-                let x: [__m512; 4] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(gp.add(16 * q)) });
-                // The slots' coefficients through a small array (two stores, four broadcast
-                // loads) rather than four compare-and-select chains; both slots equal (metadata
-                // not from a valid group) adds both values, as the portable walk does.
-                let mut coef = [0f32; 4];
-                coef[s0] = v0;
-                coef[s1] += v1;
-                for (row, &k) in acc.iter_mut().zip(&coef) {
-                    let c = _mm512_set1_ps(k);
-                    for (a, &xq) in row.iter_mut().zip(&x) {
-                        *a = _mm512_fmadd_ps(c, xq, *a);
+            // The chunk's rows by the group's nibble (its two slots), so that each bucket adds
+            // to two result rows known at compile time: two multiply-adds per register of `G`
+            // rather than four (one per slot, with zero coefficients on the unkept two).
+            let mut count = [0usize; 16];
+            let end = (r0 + CHUNK).min(rows);
+            for r in r0..end {
+                let nibble = (meta[r * words + grp / 4] as u16 as usize >> (4 * (grp % 4))) & 15;
+                bucket[nibble][count[nibble]] = (r - r0) as u8;
+                count[nibble] += 1;
+            }
+            for (nibble, &c) in count.iter().enumerate() {
+                let rows_of = &bucket[nibble][..c];
+                let at = Bucket { vals, g, half, n, r0, grp, p0 };
+                // Every nibble, valid or not (both slots equal adds both values to one row).
+                // SAFETY: AVX-512F is enabled here (every arm); the bucket's rows are below
+                // `end <= rows`, and `add` reads through checked slices.
+                unsafe {
+                    match nibble {
+                        0 => at.add::<0, 0>(rows_of, &mut acc),
+                        1 => at.add::<1, 0>(rows_of, &mut acc),
+                        2 => at.add::<2, 0>(rows_of, &mut acc),
+                        3 => at.add::<3, 0>(rows_of, &mut acc),
+                        4 => at.add::<0, 1>(rows_of, &mut acc),
+                        5 => at.add::<1, 1>(rows_of, &mut acc),
+                        6 => at.add::<2, 1>(rows_of, &mut acc),
+                        7 => at.add::<3, 1>(rows_of, &mut acc),
+                        8 => at.add::<0, 2>(rows_of, &mut acc),
+                        9 => at.add::<1, 2>(rows_of, &mut acc),
+                        10 => at.add::<2, 2>(rows_of, &mut acc),
+                        11 => at.add::<3, 2>(rows_of, &mut acc),
+                        12 => at.add::<0, 3>(rows_of, &mut acc),
+                        13 => at.add::<1, 3>(rows_of, &mut acc),
+                        14 => at.add::<2, 3>(rows_of, &mut acc),
+                        _ => at.add::<3, 3>(rows_of, &mut acc),
                     }
                 }
             }
