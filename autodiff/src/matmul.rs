@@ -28,7 +28,7 @@ use sparsegrad_backend::algebra::validate::check_numel;
 use sparsegrad_backend::alloc::{ensure_allocatable, try_filled, try_vec};
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::gather_rows;
-use sparsegrad_backend::spgemm::product_pattern;
+use sparsegrad_backend::spgemm::{product_count, product_pattern};
 use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int, try_int_tensor};
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
 use sparsegrad_kernels::pattern::TransposeCell;
@@ -650,9 +650,10 @@ pub struct SpgemmOptions<'a> {
 
 /// Sparse @ sparse (SpGEMM): `a [m, k] @ b [k, n]` as a CSR tensor with sorted columns,
 /// structural (an entry wherever a stored `a[i, p]` meets a stored `b[p, j]`, stored zeros
-/// included). Gustavson's row-by-row product in two phases, a symbolic pass that computes the
-/// pattern on the host and a numeric pass for the values (see `sparsegrad_kernels::spgemm`);
-/// bit-reproducible. Differentiable w.r.t. both operands' values, each gradient a masked sparse
+/// included). Gustavson's row-by-row product, pattern and values in one pass over the partial
+/// products (with a mask, [`spgemm_with`] runs two: a symbolic pass for the pattern on the
+/// host, then a numeric pass for the values; see `sparsegrad_kernels::spgemm`);
+/// bit-reproducible, and the same sums either way. Differentiable w.r.t. both operands' values, each gradient a masked sparse
 /// product on its operand's pattern. Every layout is accepted (non-CSR operands are converted
 /// to CSR, differentiably); the values take `a`'s dtype, the indices `a`'s index dtype, widened
 /// when the product's sizes outgrow it.
@@ -694,18 +695,47 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
     };
     let (a_idx, b_idx) = (flat(&ac, m), flat(&bc, k));
     let m_idx = mask.as_ref().map(|s| flat(s, m));
+    let b_values = reshape(bc.values_flat(), [bc.nnz()]);
+    // The values in `a`'s dtype (a cast to the same dtype leaves them as they are).
+    let b_values = b_values.cast(ac.dtype());
+    let device = ac.device();
+    if m_idx.is_none() {
+        // One pass for pattern and values. The product has at most one entry per partial
+        // product (and per element): that much memory is checked before it runs.
+        // SAFETY: the operands are checked CSR tensors of these shapes: valid patterns.
+        let products = unsafe { product_count((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), k, n)? };
+        let bound = usize::try_from(products).unwrap_or(usize::MAX).min(m.saturating_mul(n));
+        ensure_allocatable(bound, 8 + ac.dtype().size(), "spgemm: the product")?;
+        // SAFETY: `a` and `b` are checked CSR tensors (valid patterns, one value per entry).
+        let (c_crow, c_col, values) = unsafe {
+            <Dispatch as SparseSpgemm>::sparse_spgemm_product(
+                a_idx.0.into_dispatch(),
+                a_idx.1.into_dispatch(),
+                reshape(ac.values_flat(), [ac.nnz()]).into_dispatch(),
+                b_idx.0.into_dispatch(),
+                b_idx.1.into_dispatch(),
+                b_values.into_dispatch(),
+                n,
+            )
+        };
+        let (c_crow, c_col) = (Tensor::<1, Int>::from_dispatch(c_crow), Tensor::<1, Int>::from_dispatch(c_col));
+        let nnz = c_col.dims()[0];
+        let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
+        // int64 from the kernel; narrowed to `a`'s index dtype where every index fits it.
+        let (c_crow, c_col) = (c_crow.cast(dtype), c_col.cast(dtype));
+        // SAFETY: the product's pattern: pointers from 0 to nnz, non-decreasing; each row's
+        // columns strictly increasing and below n; the dtype was sized for them.
+        let c = unsafe { SparseTensor::csr_trusted(c_crow, c_col, Tensor::from_dispatch(values), [m, n])? };
+        return if options.drop_zeros { c.eliminate_zeros() } else { Ok(c) };
+    }
     // SAFETY: the operands (and the mask) are checked CSR tensors of these shapes: valid
     // patterns with sorted rows.
     let (crow, col) = unsafe {
         product_pattern((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), m_idx.as_ref().map(|(c, p)| (c, p)), k, n)?
     };
     let nnz = col.len();
-    let device = ac.device();
     let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
     let (c_crow, c_col) = (try_int_tensor(crow, [m + 1], dtype, &device)?, try_int_tensor(col, [nnz], dtype, &device)?);
-    let b_values = reshape(bc.values_flat(), [bc.nnz()]);
-    // The values in `a`'s dtype (a cast to the same dtype leaves them as they are).
-    let b_values = b_values.cast(ac.dtype());
     // SAFETY: `a` and `b` are checked CSR tensors (valid patterns, one value per entry), and
     // `c` is the symbolic pass's pattern of their product (valid, rows sorted).
     let values = Tensor::<1>::from_dispatch(unsafe {

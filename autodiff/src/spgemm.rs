@@ -44,6 +44,23 @@ pub trait SparseSpgemm: Backend {
         c_col: IntTensor<Self>,
         n: usize,
     ) -> FloatTensor<Self>;
+
+    /// `C = A · B` whole in one pass (`SpgemmKernels::csr_spgemm_product`): `C`'s row
+    /// pointers and sorted columns (int64) and its values, differentiable w.r.t. both
+    /// operands' values by the same rule as [`SparseSpgemm::sparse_spgemm`].
+    ///
+    /// # Safety
+    /// `A [m, k]` and `B [k, n]` as for [`SparseSpgemm::sparse_spgemm`].
+    #[allow(clippy::type_complexity)]
+    unsafe fn sparse_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>);
 }
 
 impl SparseSpgemm for Flex {
@@ -60,6 +77,19 @@ impl SparseSpgemm for Flex {
     ) -> FloatTensor<Self> {
         // SAFETY: this method's contract is the kernel's.
         unsafe { Flex::csr_spgemm(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
+    }
+
+    unsafe fn sparse_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+        // SAFETY: this method's contract is the kernel's.
+        unsafe { Flex::csr_spgemm_product(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
     }
 }
 
@@ -138,6 +168,43 @@ impl<B: SpgemmKernels, C: CheckpointStrategy> SparseSpgemm for Autodiff<B, C> {
             OpsKind::UnTracked(prep) => {
                 // SAFETY: as above.
                 prep.finish(unsafe { B::csr_spgemm(a_crow, a_col, av, b_crow, b_col, bv, c_crow, c_col, n) })
+            }
+        }
+    }
+
+    unsafe fn sparse_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+        let guards = [a_values.node(), b_values.node()];
+        let (av, bv) = (a_values.into_primitive(), b_values.into_primitive());
+        match Spgemm.prepare::<C>(guards).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                // SAFETY: this method's contract is the kernel's.
+                let (c_crow, c_col, out) = unsafe {
+                    B::csr_spgemm_product(
+                        a_crow.clone(),
+                        a_col.clone(),
+                        av.clone(),
+                        b_crow.clone(),
+                        b_col.clone(),
+                        bv.clone(),
+                        n,
+                    )
+                };
+                // The backward reads `C`'s pattern as the forward of `sparse_spgemm` takes it.
+                let state = ([a_crow, a_col, b_crow, b_col, c_crow.clone(), c_col.clone()], av, bv, n);
+                (c_crow, c_col, prep.finish(state, out))
+            }
+            OpsKind::UnTracked(prep) => {
+                // SAFETY: as above.
+                let (c_crow, c_col, out) = unsafe { B::csr_spgemm_product(a_crow, a_col, av, b_crow, b_col, bv, n) };
+                (c_crow, c_col, prep.finish(out))
             }
         }
     }

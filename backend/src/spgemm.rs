@@ -19,7 +19,10 @@ use burn::backend::{
 };
 use burn::tensor::{DType, Int, Tensor, TensorData};
 use sparsegrad_kernels::pattern::CsrPattern;
-use sparsegrad_kernels::spgemm::{spgemm_grad_a, spgemm_grad_b, spgemm_numeric, spgemm_symbolic};
+use sparsegrad_kernels::real::Real;
+use sparsegrad_kernels::spgemm::{
+    spgemm, spgemm_grad_a, spgemm_grad_b, spgemm_numeric, spgemm_products, spgemm_symbolic,
+};
 
 /// Runs `$body` with `$a`, `$b`, `$c` the patterns of six index slices (`A`'s pointers and
 /// columns, then `B`'s, then `C`'s) over `$ka`, `$kb`, `$kc` columns: as they are when all six
@@ -102,6 +105,42 @@ pub trait SpgemmKernels: Backend {
             a, &av, b, &bv, c
         ));
         floats_on::<Self>(out, dtype, &device)
+    }
+
+    /// `C = A · B` whole, its pattern and values in one pass over the products: `C`'s row
+    /// pointers `[m + 1]` and sorted columns `[nnz_c]` (int64), and its values `[nnz_c]` in
+    /// `A`'s float dtype. Panics when the product's memory cannot be had (callers check the
+    /// product count first: see [`product_count`]).
+    ///
+    /// # Safety
+    /// `A` and `B` as the trait says (`C` is the output here).
+    #[allow(clippy::type_complexity)]
+    unsafe fn csr_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+        let ints = [a_crow, a_col, b_crow, b_col].map(host_ints::<Self>);
+        let (device, dtype) = (a_values.device(), a_values.dtype());
+        let (av, bv) = (host_floats::<Self>(a_values), host_floats::<Self>(b_values));
+        let k = ints[2].len() - 1;
+        // SAFETY: valid patterns `[m, k]` and `[k, n]`: this method's contract.
+        let (a, b) = unsafe {
+            (
+                CsrPattern::new_unchecked(&ints[0][..], &ints[1][..], k),
+                CsrPattern::new_unchecked(&ints[2][..], &ints[3][..], n),
+            )
+        };
+        let (crow, col, val) = spgemm(a, &av, b, &bv).unwrap_or_else(|e| panic!("{e}"));
+        let ints_on = |v: Vec<i64>| {
+            let len = v.len();
+            Self::int_from_data(TensorData::new(v, [len]), &device)
+        };
+        (ints_on(crow), ints_on(col), floats_on::<Self>(val, dtype, &device))
     }
 
     /// The gradient w.r.t. `A`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(G · Bᵀ)` on
@@ -203,6 +242,73 @@ impl SpgemmKernels for Flex {
         )
     }
 
+    unsafe fn csr_spgemm_product(
+        a_crow: FlexTensor,
+        a_col: FlexTensor,
+        a_values: FlexTensor,
+        b_crow: FlexTensor,
+        b_col: FlexTensor,
+        b_values: FlexTensor,
+        n: usize,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        let t = [a_crow, a_col, b_crow, b_col].map(contiguous);
+        let k = t[2].shape()[0] - 1;
+        let ints: [IntSlice<'_>; 4] = core::array::from_fn(|i| int_slice(&t[i]));
+        /// The product on one float type's slices, as Flex tensors.
+        fn run<T: Real + burn::tensor::Element>(
+            ints: [IntSlice<'_>; 4],
+            k: usize,
+            n: usize,
+            av: &[T],
+            bv: &[T],
+        ) -> (FlexTensor, FlexTensor, Vec<T>) {
+            // A's pattern stands in for C's slots, not read.
+            let [ap, ai, bp, bi] = ints;
+            let (crow, col, val) = with_three!([ap, ai, bp, bi, ap, ai], [k, n, k], |a, b, _c| spgemm(a, av, b, bv))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let ints_of = |v: Vec<i64>| {
+                let len = v.len();
+                FlexTensor::from_data(TensorData::new(v, [len]))
+            };
+            (ints_of(crow), ints_of(col), val)
+        }
+        let dtype = a_values.dtype();
+        let [av, bv] = [a_values, b_values].map(contiguous);
+        match dtype {
+            DType::F64 => {
+                let (crow, col, val) = run(
+                    ints,
+                    k,
+                    n,
+                    av.as_slice::<f64>().expect("f64 values"),
+                    bv.as_slice::<f64>().expect("f64 values"),
+                );
+                let len = val.len();
+                (crow, col, FlexTensor::from_data(TensorData::new(val, [len])))
+            }
+            _ => {
+                // f32 as it is; 16-bit floats widened to f32 and the result rounded back.
+                let widen = |t: FlexTensor| {
+                    if t.dtype() == DType::F32 {
+                        t
+                    } else {
+                        FlexTensor::from_data(t.into_data().convert_dtype(DType::F32))
+                    }
+                };
+                let (av, bv) = (widen(av), widen(bv));
+                let (crow, col, val) = run(
+                    ints,
+                    k,
+                    n,
+                    av.as_slice::<f32>().expect("f32 values"),
+                    bv.as_slice::<f32>().expect("f32 values"),
+                );
+                let len = val.len();
+                (crow, col, FlexTensor::from_data(TensorData::new(val, [len]).convert_dtype(dtype)))
+            }
+        }
+    }
+
     unsafe fn csr_spgemm_grad_a(
         a_crow: FlexTensor,
         a_col: FlexTensor,
@@ -281,6 +387,33 @@ pub unsafe fn product_pattern(
                             ))
                         })
                     })
+                })
+            })
+        })
+    })
+}
+
+/// The number of partial products `a[i, p] * b[p, j]` of `A · B`, from the index tensors of
+/// CSR operands `A [m, k]` and `B [k, n]`: a bound on the product's stored entries, for a
+/// check of its memory before [`SpgemmKernels::csr_spgemm_product`] runs.
+///
+/// # Errors
+/// An `Allocation` error when the count overflows.
+///
+/// # Safety
+/// The index tensors form valid CSR patterns of those shapes (a checked tensor's).
+pub unsafe fn product_count(
+    a: (&Tensor<1, Int>, &Tensor<1, Int>),
+    b: (&Tensor<1, Int>, &Tensor<1, Int>),
+    k: usize,
+    n: usize,
+) -> crate::Result<u64> {
+    with_ints(a.0, |ap| {
+        with_ints(a.1, |ai| {
+            with_ints(b.0, |bp| {
+                with_ints(b.1, |bi| {
+                    // A's pattern stands in for C's slots (not read).
+                    with_three!([ap, ai, bp, bi, ap, ai], [k, n, k], |a, b, _c| spgemm_products(a, b))
                 })
             })
         })

@@ -1,26 +1,30 @@
-//! SpGEMM on CSR patterns, Gustavson's row-by-row product `C = A · B` in two phases, and the
-//! gradients of its values w.r.t. both operands' values as masked sparse products.
+//! SpGEMM on CSR patterns, Gustavson's row-by-row product `C = A · B`, and the gradients of
+//! its values w.r.t. both operands' values as masked sparse products.
 //!
+//! - [`spgemm`]: `C` whole (row pointers, sorted columns, values) in one pass over the partial
+//!   products: each row block computes its rows into its own arrays, which are then copied
+//!   into place. The unmasked forward.
 //! - [`spgemm_symbolic`]: the pattern of `C` (row pointers and the sorted columns of each row),
-//!   optionally restricted to a mask pattern (GraphBLAS's masked `mxm`): integer work only.
+//!   optionally restricted to a mask pattern (GraphBLAS's masked `mxm`): integer work only,
+//!   a pass that counts each row and a pass that fills it.
 //! - [`spgemm_numeric`]: the values of `A · B` on a given pattern (the symbolic pass's, or any
 //!   other: products that fall outside it are skipped).
 //! - [`spgemm_grad_a`], [`spgemm_grad_b`]: for an output gradient `G` on `C`'s pattern,
 //!   `dA = (G · Bᵀ)` on `A`'s pattern and `dB = (Aᵀ · G)` on `B`'s pattern, never densified.
 //!
 //! Every row picks its accumulator by its product count (`Σ |B_p|` over its entries `p`):
-//! narrow rows (at most [`NARROW`] products) sort and merge their few columns (symbolic) and
-//! find each product's place in the row by binary search (numeric), touching no `n`-sized
-//! array; wider rows use a dense accumulator with a marker array over the `n` columns, kept
-//! per thread and all clear between rows (each row clears exactly what it set). A wide row's
-//! columns come out sorted by a scan of the marker when they cover enough of `0..n`, else by a
-//! sort of the row's list.
+//! narrow rows (at most [`NARROW`] products) sort their few products by column and merge them
+//! (the numeric pass finds each product's place in the row by binary search instead),
+//! touching no `n`-sized array; wider rows use a dense accumulator and a two-level bitmap over
+//! the `n` columns, kept per thread and all clear between rows (each row clears exactly what
+//! it set), whose drain gives the row's columns in ascending order without a sort.
 //!
 //! Rows run in parallel in blocks balanced by product count. Each output value sums its
-//! products in the order of `A`'s row entries, then of `B`'s row entries, whatever the block
-//! cuts or the accumulator: results are bit-identical across runs and thread counts. The
-//! gradient w.r.t. `B` sums per fixed block of rows into private partial arrays, then adds the
-//! partials in block order; the blocks depend only on the operands, not on the thread count.
+//! products from zero in the order of `A`'s row entries, then of `B`'s row entries, whatever
+//! the block cuts, the accumulator or the pass: results are bit-identical across runs, thread
+//! counts, and the one-pass and two-phase routes. The gradient w.r.t. `B` sums per fixed
+//! block of rows into private partial arrays, then adds the partials in block order; the
+//! blocks depend only on the operands, not on the thread count.
 
 use crate::alloc::try_vec;
 use crate::error::{Result, SparseError};
@@ -28,6 +32,8 @@ use crate::index::IndexElem;
 use crate::pattern::{balanced_row_blocks, CsrPattern, SendPtr};
 use crate::real::Real;
 use core::cell::RefCell;
+use core::mem::MaybeUninit;
+use core::ops::Range;
 use rayon::prelude::*;
 
 /// Rows with at most this many products take the sort-merge (symbolic) and binary-search
@@ -592,10 +598,33 @@ pub fn spgemm_grad_b<T: Real, I: IndexElem, J: IndexElem>(
     Ok(out)
 }
 
-/// `C = A · B` in CSR: both phases (row pointers, sorted columns, values).
+/// One row block's share of [`spgemm`]'s output: the length of each of its rows, then their
+/// columns and values, rows one after the other.
+struct Part<T, C> {
+    lens: Vec<i64>,
+    col: Vec<C>,
+    val: Vec<T>,
+}
+
+impl<T: Real, C> Part<T, C> {
+    /// Room for `more` entries, or the error when it cannot be had.
+    fn reserve(&mut self, more: usize) -> Result<()> {
+        let err = |_| SparseError::Allocation { bytes: usize::MAX, what: "spgemm: a block of the product" };
+        self.col.try_reserve(more).map_err(err)?;
+        self.val.try_reserve(more).map_err(err)
+    }
+}
+
+/// `C = A · B` in CSR (row pointers, sorted columns, values) in one pass over the products:
+/// each row block computes its rows into its own arrays (the narrow rows by a sort of their
+/// few products, the wide ones by the dense accumulator and the bitmap), then the blocks are
+/// copied into place. Against the two phases ([`spgemm_symbolic`], then [`spgemm_numeric`])
+/// it walks the products once instead of three times, for one copy of the output; the sums
+/// are the same, bit for bit (each value sums its products from zero in the order of `A`'s
+/// row entries, then of `B`'s).
 ///
 /// # Errors
-/// As [`spgemm_symbolic`].
+/// An `Allocation` error when the product count overflows or the output cannot be had.
 ///
 /// # Panics
 /// If the operands' shapes or value counts disagree.
@@ -605,33 +634,192 @@ pub fn spgemm<T: Real, I: IndexElem, J: IndexElem>(
     b: CsrPattern<'_, I, J>,
     bval: &[T],
 ) -> Result<(Vec<i64>, Vec<i64>, Vec<T>)> {
-    let (crow, col) = spgemm_symbolic(a, b, None)?;
-    // SAFETY: the symbolic pass builds a valid pattern `[m, n]`: pointers from 0 to nnz,
-    // non-decreasing, every column a column of `b`.
-    let c = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], b.ncols()) };
-    let val = with_i64(a, b, |a, b| spgemm_numeric(a, aval, b, bval, c));
+    assert_eq!(a.ncols(), b.nrows(), "spgemm: A's columns are B's rows");
+    assert_eq!(aval.len(), a.nnz(), "spgemm: one value per entry of A");
+    assert_eq!(bval.len(), b.nnz(), "spgemm: one value per entry of B");
+    let (m, n) = (a.nrows(), b.ncols());
+    let work = row_work(a, b)?;
+    let cuts = blocks(&work);
+    // The blocks keep their columns in 32 bits where they fit: a third fewer bytes written
+    // and copied.
+    if u32::try_from(n).is_ok() {
+        let parts: Vec<Part<T, u32>> = cuts
+            .par_windows(2)
+            .map(|w| with_workspace::<T, _>(n, |ws| product_rows(a, aval, b, bval, w[0]..w[1], &work, ws)))
+            .collect::<Result<_>>()?;
+        gather_parts(m, &parts, |src, dst| {
+            for (d, &c) in dst.iter_mut().zip(src) {
+                d.write(c as i64);
+            }
+        })
+    } else {
+        let parts: Vec<Part<T, i64>> = cuts
+            .par_windows(2)
+            .map(|w| with_workspace::<T, _>(n, |ws| product_rows(a, aval, b, bval, w[0]..w[1], &work, ws)))
+            .collect::<Result<_>>()?;
+        gather_parts(m, &parts, |src, dst| {
+            for (d, &c) in dst.iter_mut().zip(src) {
+                d.write(c);
+            }
+        })
+    }
+}
+
+/// The row blocks' parts, in block order, as one CSR `[m, n]`: row pointers from their
+/// lengths, columns (through `widen`, which writes every element of its output) and values
+/// copied into place in parallel.
+fn gather_parts<T: Real, C: Sync>(
+    m: usize,
+    parts: &[Part<T, C>],
+    widen: impl Fn(&[C], &mut [MaybeUninit<i64>]) + Sync,
+) -> Result<(Vec<i64>, Vec<i64>, Vec<T>)> {
+    let mut crow = try_vec::<i64>(m + 1, "spgemm: row pointers")?;
+    crow.push(0);
+    let mut offsets = Vec::with_capacity(parts.len());
+    for part in parts {
+        offsets.push(*crow.last().expect("crow[0]") as usize);
+        for &len in &part.lens {
+            let last = *crow.last().expect("crow[0]");
+            crow.push(last + len);
+        }
+    }
+    let nnz = *crow.last().expect("crow[0]") as usize;
+    let mut col = try_vec::<i64>(nnz, "spgemm: output columns")?;
+    let mut val = try_vec::<T>(nnz, "spgemm: output values")?;
+    let (cdst, vdst) = (SendPtr(col.as_mut_ptr()), SendPtr(val.as_mut_ptr()));
+    parts.par_iter().zip(offsets.par_iter()).for_each(|(part, &at)| {
+        let len = part.col.len();
+        // SAFETY: the parts hold consecutive rows in block order and `at` is the sum of the
+        // lengths before this part: its `[at, at + len)` lies inside `0..nnz` (the capacity)
+        // and no other part writes there.
+        unsafe {
+            widen(&part.col, core::slice::from_raw_parts_mut(cdst.at(at) as *mut MaybeUninit<i64>, len));
+            core::ptr::copy_nonoverlapping(part.val.as_ptr(), vdst.at(at), len);
+        }
+    });
+    // SAFETY: the parts cover `0..nnz` (their lengths sum to it), each written in full.
+    unsafe {
+        col.set_len(nnz);
+        val.set_len(nnz);
+    }
     Ok((crow, col, val))
 }
 
-/// `f` on `a` and `b` widened to i64 patterns when they are not already (the symbolic pattern
-/// is i64; the kernels take one index type for all three).
-fn with_i64<I: IndexElem, J: IndexElem, R>(
+/// A column index as a part stores it (`u32` where `n` fits, else `i64`).
+trait PartIndex: Copy + Send + Sync {
+    fn of(j: usize) -> Self;
+}
+
+impl PartIndex for u32 {
+    #[inline(always)]
+    fn of(j: usize) -> Self {
+        j as u32
+    }
+}
+
+impl PartIndex for i64 {
+    #[inline(always)]
+    fn of(j: usize) -> Self {
+        j as i64
+    }
+}
+
+/// Rows `rows` of `A · B` into a [`Part`], with this thread's clear scratch (left clear).
+#[inline(always)]
+fn product_rows<T: Real, I: IndexElem, J: IndexElem, C: PartIndex>(
     a: CsrPattern<'_, I, J>,
+    aval: &[T],
     b: CsrPattern<'_, I, J>,
-    f: impl FnOnce(CsrPattern<'_, i64, i64>, CsrPattern<'_, i64, i64>) -> R,
-) -> R {
-    let widen = |p: CsrPattern<'_, I, J>| {
-        (
-            p.ptr().iter().map(|v| v.to_i64()).collect::<Vec<i64>>(),
-            p.idx().iter().map(|v| v.to_i64()).collect::<Vec<i64>>(),
-        )
-    };
-    let ((ap, ai), (bp, bi)) = (widen(a), widen(b));
-    // SAFETY: the same valid patterns, widened element by element.
-    let (a2, b2) = unsafe {
-        (CsrPattern::new_unchecked(&ap[..], &ai[..], a.ncols()), CsrPattern::new_unchecked(&bp[..], &bi[..], b.ncols()))
-    };
-    f(a2, b2)
+    bval: &[T],
+    rows: Range<usize>,
+    work: &[i64],
+    ws: Rows<'_, T>,
+) -> Result<Part<T, C>> {
+    let Rows { mut bits, acc, .. } = ws;
+    let (acol, bcol) = (a.idx(), b.idx());
+    let products = (work[rows.end] - work[rows.start]) as usize;
+    // Room for the block's products, up to its share of a dense result; a wider guess only
+    // reserves address space that is never touched.
+    let guess = products.min(rows.len().saturating_mul(b.ncols()));
+    let mut part = Part { lens: try_vec(rows.len(), "spgemm: row lengths")?, col: Vec::new(), val: Vec::new() };
+    part.reserve(guess)?;
+    for i in rows {
+        let products = (work[i + 1] - work[i]) as usize;
+        let start = part.col.len();
+        if products <= NARROW {
+            // The few products in walk order, stably sorted by column, then summed per column
+            // in that order.
+            let mut prods = [(0usize, T::default()); NARROW];
+            let mut len = 0;
+            for q in a.row(i) {
+                let av = aval[q];
+                for r in b.row(a.col(q)) {
+                    prods[len] = (bcol[r].to_i64() as usize, av * bval[r]);
+                    len += 1;
+                }
+            }
+            let prods = &mut prods[..len];
+            insertion_sort_by_column(prods);
+            part.reserve(len)?;
+            let mut t = 0;
+            while t < len {
+                let j = prods[t].0;
+                let mut s = T::default();
+                while t < len && prods[t].0 == j {
+                    s = s + prods[t].1;
+                    t += 1;
+                }
+                part.col.push(C::of(j));
+                part.val.push(s);
+            }
+        } else {
+            let (mut lo, mut hi) = (usize::MAX, 0usize);
+            for q in a.row(i) {
+                prefetch_b(a, b, bval, q);
+                let (p, av) = (acol[q].to_i64() as usize, aval[q]);
+                for r in b.row(p) {
+                    let j = bcol[r].to_i64() as usize;
+                    bits.set(j);
+                    acc[j] = acc[j] + av * bval[r];
+                    lo = lo.min(j);
+                    hi = hi.max(j);
+                }
+            }
+            // At most one column per product, all in `lo..=hi`.
+            let cap = products.min(hi - lo + 1);
+            part.reserve(cap)?;
+            let (cs, vs) = (&mut part.col.spare_capacity_mut()[..cap], &mut part.val.spare_capacity_mut()[..cap]);
+            let mut len = 0;
+            bits.drain(lo >> 12, hi >> 12, |j| {
+                cs[len].write(C::of(j));
+                vs[len].write(acc[j]);
+                acc[j] = T::default();
+                len += 1;
+            });
+            // SAFETY: the drain wrote the first `len` spare elements of both (`len <= cap`:
+            // indexing checked it).
+            unsafe {
+                part.col.set_len(start + len);
+                part.val.set_len(start + len);
+            }
+        }
+        part.lens.push((part.col.len() - start) as i64);
+    }
+    Ok(part)
+}
+
+/// A stable insertion sort of a narrow row's products by column (at most [`NARROW`]).
+#[inline(always)]
+fn insertion_sort_by_column<T: Copy>(v: &mut [(usize, T)]) {
+    for t in 1..v.len() {
+        let x = v[t];
+        let mut u = t;
+        while u > 0 && v[u - 1].0 > x.0 {
+            v[u] = v[u - 1];
+            u -= 1;
+        }
+        v[u] = x;
+    }
 }
 
 #[cfg(test)]

@@ -118,6 +118,10 @@ fn spgemm_matches_dense_on_every_layout() {
                     // Bit-reproducible: a second call gives the same bits.
                     let again = sp::spgemm(&a, &b).unwrap();
                     assert_eq!(floats(again.values_flat()), floats(c.values_flat()), "{what}: reproducible");
+                    // The one pass and the two phases (masked by the product's own pattern)
+                    // sum alike, bit for bit.
+                    let masked = sp::spgemm_with(&a, &b, SpgemmOptions { mask: Some(&c), drop_zeros: false }).unwrap();
+                    assert_eq!(floats(masked.values_flat()), floats(c.values_flat()), "{what}: one pass, two phases");
                 }
             }
         }
