@@ -1,7 +1,7 @@
 """GraphChallenge-style sparse DNN inference in scipy, the peer of `examples/sparse_dnn.rs`:
 the same synthetic RadiX-Net-like network and input batch (splitmix64 from `workloads.py`),
 Y <- clip(relu(Y W + b on stored entries), 32) per layer, categories = rows with a stored entry.
-Run: python sparse_dnn.py [batch] [layers]   (defaults 2048, 120)"""
+Run: python sparse_dnn.py [batch] [layers]   (defaults 256, 120: the example's)"""
 import sys, time, numpy as np, scipy.sparse as sp
 sys.path.insert(0, __import__('os').path.dirname(__file__))
 import workloads as W
@@ -46,7 +46,7 @@ def dense_path(Y, layers):
     return Y
 
 if __name__ == '__main__':
-    batch = int(sys.argv[1]) if len(sys.argv) > 1 else 2048
+    batch = int(sys.argv[1]) if len(sys.argv) > 1 else 256
     nl = int(sys.argv[2]) if len(sys.argv) > 2 else 120
     layers = [layer(l) for l in range(nl)]
     Y0 = inputs(batch)
