@@ -397,6 +397,19 @@ probe!(
 });
 
 probe!(
+    /// A product over 10^12 columns, one entry in each operand: every thread's scratch spans
+    /// the columns (9 TB), an `Allocation` error, never an abort, with or without a mask.
+    alloc_spgemm_wide_columns, limit = LIMIT_KB => {
+    let n = 1_000_000_000_000usize;
+    let a = SparseTensor::<2>::csr(ix(&[0, 1], [2]), ix(&[0], [1]), ones([1]), [1, 1]).unwrap();
+    let b = SparseTensor::<2>::csr(ix(&[0, 1], [2]), ix(&[n as i64 - 1], [1]), ones([1]), [1, n]).unwrap();
+    let e = sp::spgemm(&a, &b).unwrap_err();
+    assert!(matches!(e, SparseError::Allocation { .. }), "{e}");
+    let e = sp::spgemm_with(&a, &b, sp::SpgemmOptions { mask: Some(&b), drop_zeros: false }).unwrap_err();
+    assert!(matches!(e, SparseError::Allocation { .. }), "{e}");
+});
+
+probe!(
     /// A 10^6 x 10^6 layer at density 1e-9 drew a score per weight position (8e12 bytes): now
     /// its 1000 entries are drawn in memory proportional to them.
     alloc_sparse_layer, limit = LIMIT_KB => {

@@ -674,6 +674,9 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
     if a.dense_dim() > 0 || b.dense_dim() > 0 {
         return Err(invalid("mm", "hybrid operands are not supported".into()));
     }
+    // Each thread's scratch spans the product's columns (a marker byte, an accumulator word
+    // and a bit per column): refused here, before a thread would abort allocating it.
+    ensure_allocatable(n, 9, "spgemm: a thread's scratch over the product's columns")?;
     let to_csr = |s: &SparseTensor<2>| if s.layout() == Layout::Csr { Ok(s.clone()) } else { s.to_sparse_csr() };
     let (ac, bc) = (to_csr(a)?, to_csr(b)?);
     let mask = match options.mask {
