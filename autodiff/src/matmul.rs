@@ -304,7 +304,9 @@ pub fn try_mm_reduce(a: &SparseTensor<2>, x: Tensor<2>, reduce: Reduce) -> Resul
 }
 
 /// Dense @ sparse: `x [p, m] @ a [m, k] -> [p, k]`, computed as `(aᵀ xᵀ)ᵀ` on the kernels
-/// without materialising `aᵀ` (torch makes users transpose twice).
+/// without materialising `aᵀ` (torch makes users transpose twice): through the transposed view
+/// of `a`'s pattern, computed once per pattern, and `a`'s values in its column order, gathered
+/// once per values on Flex (a constant matrix pays the gather on its first product only).
 pub fn mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Tensor<2> {
     try_mm_dense_sparse(x, a).unwrap_or_else(|e| panic!("{e}"))
 }

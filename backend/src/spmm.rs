@@ -20,11 +20,13 @@ use burn::backend::{
     tensor::{FloatTensor, IntTensor},
     Backend, Flex, TensorMetadata,
 };
-use burn::tensor::{IndexingUpdateOp, Shape, TensorData};
+use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
 use sparsegrad_kernels::alloc::out_len;
+use sparsegrad_kernels::pattern::CscPattern;
 use sparsegrad_kernels::pattern::TransposeCell;
-use sparsegrad_kernels::spmm::{spmm, spmm_t_with};
+use sparsegrad_kernels::spmm::{gather_column_values, spmm, spmm_t_gathered, spmm_t_with};
 use sparsegrad_kernels::spmm_backward::{spmm_backward, Walk};
+use std::sync::{Arc, Weak};
 
 /// The CSR product kernels.
 ///
@@ -195,6 +197,15 @@ impl SpmmKernels for Flex {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
         let csc = with_pattern!(&crow, &col, k, |a| transposed.of(a));
+        let values = contiguous(values);
+        if let Some(tvals) = column_values(transposed, csc, &values) {
+            return with_real(
+                [tvals, g],
+                vec![k, n],
+                |[v, g]| spmm_t_gathered(csc, v, g, n),
+                |[v, g]| spmm_t_gathered(csc, v, g, n),
+            );
+        }
         with_real([values, g], vec![k, n], |[v, g]| spmm_t_with(csc, v, g, n), |[v, g]| spmm_t_with(csc, v, g, n))
     }
 
@@ -234,6 +245,62 @@ impl SpmmKernels for Flex {
     }
 }
 
+/// The values a pattern's cell last gathered into its column order, and what they came from:
+/// the storage (held weakly), the element range in it, and the dtype.
+struct ColumnValues<B> {
+    source: Weak<B>,
+    range: (usize, usize),
+    dtype: DType,
+    gathered: FlexTensor,
+}
+
+/// `values` (contiguous, f32 or f64) in the column order of `csc`, from `cell`'s slot when they
+/// are the values it last gathered, else gathered now and kept there; `None` for other dtypes.
+///
+/// The key is sound because Flex's storage is copy-on-write through `Arc::get_mut` and
+/// `Arc::make_mut`: while the slot holds a `Weak` to it, a buffer is never written in place
+/// (`get_mut` refuses, `make_mut` moves the data and leaves the `Weak` dangling), and its
+/// address is not reused (the `Weak` keeps the allocation). So a `Weak` that still upgrades to
+/// the same storage, over the same range and dtype, names the same values. Holding it keeps
+/// the buffer from being updated in place (a copy instead) and keeps `nnz` gathered values
+/// alive with the pattern. A matrix whose values change at every product (a trained one)
+/// gathers at every call, as without the slot.
+fn column_values(cell: &TransposeCell, csc: &CscPattern, values: &FlexTensor) -> Option<FlexTensor> {
+    let dtype = values.dtype();
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return None;
+    }
+    let range = values.layout().contiguous_offsets()?;
+    let source = Arc::downgrade(&values.data_arc());
+    let hit = cell.with_slot(|slot| {
+        let cached = slot.as_ref()?.downcast_ref::<ColumnValues<_>>()?;
+        (Weak::ptr_eq(&cached.source, &source)
+            && cached.source.strong_count() > 0
+            && cached.range == range
+            && cached.dtype == dtype)
+            .then(|| cached.gathered.clone())
+    });
+    if hit.is_some() {
+        return hit;
+    }
+    // Gathered outside the lock: the gather runs on the thread pool.
+    let gathered = match dtype {
+        DType::F64 => {
+            let v = gather_column_values(csc, values.as_slice::<f64>().expect("f64 values"));
+            let len = v.len();
+            FlexTensor::from_data(TensorData::new(v, [len]))
+        }
+        _ => {
+            let v = gather_column_values(csc, values.as_slice::<f32>().expect("f32 values"));
+            let len = v.len();
+            FlexTensor::from_data(TensorData::new(v, [len]))
+        }
+    };
+    let entry = ColumnValues { source, range, dtype, gathered: gathered.clone() };
+    cell.with_slot(|slot| *slot = Some(Box::new(entry)));
+    Some(gathered)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,5 +325,42 @@ mod tests {
         // SAFETY: as above.
         let again = unsafe { Flex::csr_spmm_t(ints(&crow), ints(&col), values, g, 3, &cell) };
         assert_eq!(again.into_data().iter::<f64>().collect::<Vec<_>>(), vec![1.0, 2.0, 0.0, 0.0, 17.0, 22.0]);
+    }
+
+    /// The values gathered into column order are reused only for the same values: a buffer
+    /// written after the gather (copy-on-write moves it), other values on the same pattern, and
+    /// another range of one buffer each give their own product.
+    #[test]
+    fn gathered_values_follow_the_values() {
+        let (crow, col) = (vec![0i64, 2, 2, 3], vec![0i64, 2, 2]);
+        let ints = |v: &Vec<i64>| FlexTensor::from_data(TensorData::new(v.clone(), [v.len()]));
+        let g = FlexTensor::from_data(TensorData::new(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2]));
+        let cell = TransposeCell::new();
+        assert!(CsrPattern::new(&crow[..], &col[..], 3).is_ok());
+        // Aᵀ G for A = [[v0, 0, v1], [0, 0, 0], [0, 0, v2]].
+        let reference = |v: &[f64]| vec![v[0], 2.0 * v[0], 0.0, 0.0, v[1] + 5.0 * v[2], 2.0 * v[1] + 6.0 * v[2]];
+        let product = |values: FlexTensor| {
+            // SAFETY: a valid pattern [3, 3] (checked above), its own cell.
+            let out = unsafe { Flex::csr_spmm_t(ints(&crow), ints(&col), values, g.clone(), 3, &cell) };
+            out.into_data().iter::<f64>().collect::<Vec<_>>()
+        };
+        let mut values = FlexTensor::from_data(TensorData::new(vec![1.0f64, 2.0, 3.0], [3]));
+        assert_eq!(product(values.clone()), reference(&[1.0, 2.0, 3.0]));
+        assert!(cell.with_slot(|slot| slot.is_some()), "the gathered values are kept");
+        assert_eq!(product(values.clone()), reference(&[1.0, 2.0, 3.0]));
+        // The sole owner writes its buffer: never in place while the slot names it.
+        assert!(values.try_storage_mut::<f64>().is_none());
+        values.storage_mut::<f64>()[0] = 10.0;
+        assert_eq!(product(values.clone()), reference(&[10.0, 2.0, 3.0]));
+        // Other values on the same pattern, then the first ones again.
+        let other = FlexTensor::from_data(TensorData::new(vec![-1.0f64, 0.5, 4.0], [3]));
+        assert_eq!(product(other), reference(&[-1.0, 0.5, 4.0]));
+        assert_eq!(product(values), reference(&[10.0, 2.0, 3.0]));
+        // Two ranges of one buffer.
+        let wide = FlexTensor::from_data(TensorData::new(vec![1.0f64, 2.0, 3.0, 4.0], [4]));
+        let head = contiguous(wide.clone().narrow(0, 0, 3));
+        let tail = contiguous(wide.narrow(0, 1, 3));
+        assert_eq!(product(head), reference(&[1.0, 2.0, 3.0]));
+        assert_eq!(product(tail), reference(&[2.0, 3.0, 4.0]));
     }
 }

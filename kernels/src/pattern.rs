@@ -233,8 +233,22 @@ impl CscPattern {
 /// layer) owns beside its indices, so that every transposed product and backward pass over the
 /// pattern reuses one counting sort (as costly as a product). Clones of a pattern share it
 /// through an `Arc`.
+///
+/// Beside the view, a slot for one value in the caller's keeping ([`TransposeCell::with_slot`]):
+/// the backend keeps there the last values it gathered into the view's column order, with
+/// what identifies the values they came from.
 #[derive(Debug, Default)]
-pub struct TransposeCell(std::sync::OnceLock<CscPattern>);
+pub struct TransposeCell(std::sync::OnceLock<CscPattern>, Slot);
+
+/// [`TransposeCell`]'s slot: any value, behind a lock.
+#[derive(Default)]
+struct Slot(std::sync::Mutex<Option<Box<dyn core::any::Any + Send + Sync>>>);
+
+impl core::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Slot")
+    }
+}
 
 impl TransposeCell {
     /// An empty cell.
@@ -257,6 +271,14 @@ impl TransposeCell {
     /// Whether the view was computed.
     pub fn is_computed(&self) -> bool {
         self.0.get().is_some()
+    }
+
+    /// Runs `f` on the cell's slot under its lock (a panic in an earlier `f` leaves the slot
+    /// as it was). `f` must not reach this cell again (the lock is not reentrant) nor run
+    /// parallel work that might: keep it to reading and replacing the slot.
+    pub fn with_slot<R>(&self, f: impl FnOnce(&mut Option<Box<dyn core::any::Any + Send + Sync>>) -> R) -> R {
+        let mut slot = self.1 .0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut slot)
     }
 }
 

@@ -11,7 +11,7 @@ use crate::alloc::out_len;
 use crate::index::IndexElem;
 use crate::pattern::{transpose_with, CscPattern, CsrPattern, SendPtr};
 use crate::real::{axpy, Real};
-use crate::scratch::{aligned_copy, Scratch};
+use crate::scratch::{aligned_copy, gather_into, Scratch};
 use crate::simd::{as_f32, isa, prefetch_row, Isa, PREFETCH};
 use rayon::prelude::*;
 
@@ -303,6 +303,30 @@ pub fn spmm_t_with<T: Real>(csc: &CscPattern, val: &[T], g: &[T], n: usize) -> V
     spmm(csc.as_csr(), tval.get(), g, n)
 }
 
+/// `val` (one value per entry of the CSR pattern `csc` transposes) in the view's column order:
+/// what [`spmm_t_gathered`] reads.
+///
+/// # Panics
+/// If `val` does not hold one value per entry.
+pub fn gather_column_values<T: Real>(csc: &CscPattern, val: &[T]) -> Vec<T> {
+    assert_eq!(val.len(), csc.nnz(), "gather_column_values: one value per stored entry");
+    let mut out = Vec::with_capacity(val.len());
+    gather_into(val, csc.perm(), &mut out.spare_capacity_mut()[..val.len()]);
+    // SAFETY: `gather_into` wrote every element of the first `nnz`.
+    unsafe { out.set_len(val.len()) };
+    out
+}
+
+/// `Aᵀ · G` with the CSC view of `A`'s pattern and the values already in its column order
+/// ([`gather_column_values`]): for values that outlive one product (a constant matrix), whose
+/// gather is then paid once.
+///
+/// # Panics
+/// If `tval` does not hold one value per entry or `g` is not `[m, n]`.
+pub fn spmm_t_gathered<T: Real>(csc: &CscPattern, tval: &[T], g: &[T], n: usize) -> Vec<T> {
+    spmm(csc.as_csr(), tval, g, n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +374,8 @@ mod tests {
         }
         assert_eq!(spmm_t(p, &val, &g, n), matmul(&at, &g, k, m, n));
         assert_eq!(spmm_t_with(&p.transpose(), &val, &g, n), matmul(&at, &g, k, m, n));
+        let csc = p.transpose();
+        assert_eq!(spmm_t_gathered(&csc, &gather_column_values(&csc, &val), &g, n), matmul(&at, &g, k, m, n));
         let full = {
             let mut xt = vec![0.0; n * k];
             for i in 0..k {
