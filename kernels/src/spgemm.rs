@@ -811,22 +811,49 @@ fn product_rows<T: Real, I: IndexElem, J: IndexElem, C: PartIndex>(
             } else {
                 Record::Bitmap
             };
-            let (mut lo, mut hi) = (usize::MAX, 0usize);
-            for q in a.row(i) {
-                prefetch_b(a, b, bval, q);
-                let (p, av) = (acol[q].to_i64() as usize, aval[q]);
-                for r in b.row(p) {
-                    let j = bcol[r].to_i64() as usize;
-                    match mode {
-                        Record::Marks => marks[j] = 1,
-                        Record::Words => bits.set_low(j),
-                        Record::Bitmap => bits.set(j),
+            let (lo, hi) = if let Record::Marks = mode {
+                // The scan covers all of `0..n` (no bounds kept per product): at least two
+                // products per column pay for it.
+                for q in a.row(i) {
+                    prefetch_b(a, b, bval, q);
+                    let (p, av) = (acol[q].to_i64() as usize, aval[q]);
+                    let row = b.row(p);
+                    for (c, &v) in bcol[row.clone()].iter().zip(&bval[row]) {
+                        let j = c.to_i64() as usize;
+                        marks[j] = 1;
+                        acc[j] = acc[j] + av * v;
                     }
-                    acc[j] = acc[j] + av * bval[r];
-                    lo = lo.min(j);
-                    hi = hi.max(j);
                 }
-            }
+                (0, n - 1)
+            } else {
+                // One loop per record, so that the products' loop tests nothing but its end.
+                let (mut lo, mut hi) = (usize::MAX, 0usize);
+                let words_only = matches!(mode, Record::Words);
+                for q in a.row(i) {
+                    prefetch_b(a, b, bval, q);
+                    let (p, av) = (acol[q].to_i64() as usize, aval[q]);
+                    let row = b.row(p);
+                    let products = bcol[row.clone()].iter().zip(&bval[row]);
+                    if words_only {
+                        for (c, &v) in products {
+                            let j = c.to_i64() as usize;
+                            bits.set_low(j);
+                            acc[j] = acc[j] + av * v;
+                            lo = lo.min(j);
+                            hi = hi.max(j);
+                        }
+                    } else {
+                        for (c, &v) in products {
+                            let j = c.to_i64() as usize;
+                            bits.set(j);
+                            acc[j] = acc[j] + av * v;
+                            lo = lo.min(j);
+                            hi = hi.max(j);
+                        }
+                    }
+                }
+                (lo, hi)
+            };
             // At most one column per product, all in `lo..=hi`.
             let cap = products.min(hi - lo + 1);
             part.reserve(cap)?;
