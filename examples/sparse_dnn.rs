@@ -12,6 +12,8 @@
 //!
 //! Usage: `cargo run --release --example sparse_dnn [-- --batch 256 --layers 120]` (`--help`).
 
+#[path = "memory/mod.rs"]
+mod memory;
 #[path = "progress/mod.rs"]
 mod progress;
 #[path = "workloads/mod.rs"]
@@ -94,9 +96,11 @@ fn sparse_path(y0: &SparseTensor<2>, layers: &[SparseTensor<2>]) -> Result<Spars
     let mut y = y0.clone();
     for (l, w) in layers.iter().enumerate() {
         bar.step(l as u64 + 1, String::new);
-        let z = sparse::spgemm(&y, w)?.add_scalar_to_stored(BIAS);
+        let z = sparse::spgemm(&y, w)?;
+        let z = z.add_scalar_to_stored(BIAS);
         // relu drops the entries it zeroes; the clip keeps the pattern.
-        y = z.filter(|v| v > 0.0)?.clamp_stored(0.0, CLIP);
+        let z = z.filter(|v| v > 0.0)?;
+        y = z.clamp_stored(0.0, CLIP);
     }
     bar.finish();
     Ok(y)
@@ -119,12 +123,20 @@ fn dense_path(y0: Tensor<2>, layers: &[SparseTensor<2>]) -> Tensor<2> {
 
 fn main() -> Result<(), SparseError> {
     let args = Args::parse();
+    // As the bench: both paths free and allocate the same buffers at every layer, which glibc's
+    // defaults hand back and fault in again (measured: the sparse path's time doubled, with its
+    // statements ordered one way rather than another).
+    let kept = memory::keep_freed_memory();
     let (batch, nl) = (args.batch as usize, args.layers as usize);
     let device = Device::flex();
     let layers: Vec<SparseTensor<2>> = (0..nl).map(|l| layer(l, &device)).collect();
     let y0 = inputs(batch, &device);
     let edges = (batch * NEURONS * FANOUT * nl) as f64;
-    println!("batch {batch}, {nl} layers of {NEURONS} neurons x {FANOUT} connections, input nnz {}", y0.nnz());
+    println!(
+        "batch {batch}, {nl} layers of {NEURONS} neurons x {FANOUT} connections, input nnz {}; allocator: {}",
+        y0.nnz(),
+        if kept { "glibc keeping freed memory" } else { "the platform default" }
+    );
 
     let t = Instant::now();
     let ys = sparse_path(&y0, &layers)?;
