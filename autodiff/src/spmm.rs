@@ -40,7 +40,9 @@ use std::sync::Arc;
 #[backend_extension(Flex, Autodiff)]
 pub trait SparseSpmm: Backend {
     /// `A · X` (`transpose = false`, `A` the pattern `[m, k]`, `X [k, n]`, result `[m, n]`) or
-    /// `Aᵀ · X` (`transpose = true`, `X [m, n]`, result `[k, n]`); `values [nnz]`.
+    /// `Aᵀ · X` (`transpose = true`, `X [m, n]`, result `[k, n]`); `values [nnz]`. With
+    /// `stored_transposed`, a transposed product is stored as its transpose where the backend
+    /// can (`SpmmKernels::csr_spmm_t_stored_transposed`): for callers that transpose it next.
     ///
     /// # Safety
     /// See the trait.
@@ -51,6 +53,7 @@ pub trait SparseSpmm: Backend {
         values: FloatTensor<Self>,
         x: FloatTensor<Self>,
         transpose: bool,
+        stored_transposed: bool,
         k: usize,
         transposed: Arc<TransposeCell>,
     ) -> FloatTensor<Self>;
@@ -60,19 +63,23 @@ pub trait SparseSpmm: Backend {
 ///
 /// # Safety
 /// As [`SparseSpmm::sparse_spmm`].
+#[allow(clippy::too_many_arguments)]
 unsafe fn forward<B: SpmmKernels>(
     crow: IntTensor<B>,
     col: IntTensor<B>,
     values: FloatTensor<B>,
     x: FloatTensor<B>,
     transpose: bool,
+    stored_transposed: bool,
     k: usize,
     transposed: &TransposeCell,
 ) -> FloatTensor<B> {
     // SAFETY: the caller's pattern is valid over `k` columns, with its cell; `A · X` reads
     // `X [k, n]`.
     unsafe {
-        if transpose {
+        if transpose && stored_transposed {
+            B::csr_spmm_t_stored_transposed(crow, col, values, x, k, transposed)
+        } else if transpose {
             B::csr_spmm_t(crow, col, values, x, k, transposed)
         } else {
             B::csr_spmm(crow, col, values, x)
@@ -87,11 +94,12 @@ impl SparseSpmm for Flex {
         values: FloatTensor<Self>,
         x: FloatTensor<Self>,
         transpose: bool,
+        stored_transposed: bool,
         k: usize,
         transposed: Arc<TransposeCell>,
     ) -> FloatTensor<Self> {
         // SAFETY: this method's contract is the kernels'.
-        unsafe { forward::<Flex>(crow, col, values, x, transpose, k, &transposed) }
+        unsafe { forward::<Flex>(crow, col, values, x, transpose, stored_transposed, k, &transposed) }
     }
 }
 
@@ -140,7 +148,7 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Spmm {
         if let Some(node) = x_node {
             // out = A X: dX = Aᵀ G;  out = Aᵀ X: dX = A G.
             // SAFETY: the forward's pattern, valid over `k` columns, and its cell (see above).
-            let dx = unsafe { forward::<B>(crow, col, values, g, !transpose, k, &transposed) };
+            let dx = unsafe { forward::<B>(crow, col, values, g, !transpose, false, k, &transposed) };
             grads.register::<B>(node.id, dx);
         }
     }
@@ -153,6 +161,7 @@ impl<B: SpmmKernels + SddmmKernels, C: CheckpointStrategy> SparseSpmm for Autodi
         values: FloatTensor<Self>,
         x: FloatTensor<Self>,
         transpose: bool,
+        stored_transposed: bool,
         k: usize,
         transposed: Arc<TransposeCell>,
     ) -> FloatTensor<Self> {
@@ -162,13 +171,22 @@ impl<B: SpmmKernels + SddmmKernels, C: CheckpointStrategy> SparseSpmm for Autodi
             OpsKind::Tracked(prep) => {
                 // SAFETY: this method's contract is the kernels'.
                 let out = unsafe {
-                    forward::<B>(crow.clone(), col.clone(), v.clone(), xp.clone(), transpose, k, &transposed)
+                    forward::<B>(
+                        crow.clone(),
+                        col.clone(),
+                        v.clone(),
+                        xp.clone(),
+                        transpose,
+                        stored_transposed,
+                        k,
+                        &transposed,
+                    )
                 };
                 prep.finish((crow, col, v, xp, transpose, k, transposed), out)
             }
             OpsKind::UnTracked(prep) => {
                 // SAFETY: this method's contract is the kernels'.
-                prep.finish(unsafe { forward::<B>(crow, col, v, xp, transpose, k, &transposed) })
+                prep.finish(unsafe { forward::<B>(crow, col, v, xp, transpose, stored_transposed, k, &transposed) })
             }
         }
     }

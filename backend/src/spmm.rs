@@ -24,7 +24,9 @@ use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
 use sparsegrad_kernels::alloc::out_len;
 use sparsegrad_kernels::pattern::CscPattern;
 use sparsegrad_kernels::pattern::TransposeCell;
-use sparsegrad_kernels::spmm::{gather_column_values, spmm, spmm_t_gathered, spmm_t_with};
+use sparsegrad_kernels::spmm::{
+    gather_column_values, spmm, spmm_t_gathered, spmm_t_gathered_transposed_out, spmm_t_with,
+};
 use sparsegrad_kernels::spmm_backward::{spmm_backward, Walk};
 use std::sync::{Arc, Weak};
 
@@ -66,6 +68,24 @@ pub trait SpmmKernels: Backend {
     ) -> FloatTensor<Self> {
         let _ = transposed;
         default::spmm::<Self>(crow, col, values, g, true, k)
+    }
+
+    /// `Aᵀ · G` as [`SpmmKernels::csr_spmm_t`], stored transposed where the backend can: a
+    /// `[k, n]` tensor over a row-major `[n, k]` buffer (strides `[1, k]`), so that its
+    /// transpose, `Gᵀ · A`, is contiguous. The default stores it as `csr_spmm_t` does.
+    ///
+    /// # Safety
+    /// As [`SpmmKernels::csr_spmm_t`].
+    unsafe fn csr_spmm_t_stored_transposed(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract is `csr_spmm_t`'s.
+        unsafe { Self::csr_spmm_t(crow, col, values, g, k, transposed) }
     }
 
     /// Both gradients of `A · X` (`transpose = false`: `dX = Aᵀ · G`, `dvalues = SDDMM(G, X)`)
@@ -207,6 +227,33 @@ impl SpmmKernels for Flex {
             );
         }
         with_real([values, g], vec![k, n], |[v, g]| spmm_t_with(csc, v, g, n), |[v, g]| spmm_t_with(csc, v, g, n))
+    }
+
+    unsafe fn csr_spmm_t_stored_transposed(
+        crow: FlexTensor,
+        col: FlexTensor,
+        values: FlexTensor,
+        g: FlexTensor,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FlexTensor {
+        let (crow, col) = (contiguous(crow), contiguous(col));
+        let n = g.shape()[1];
+        let csc = with_pattern!(&crow, &col, k, |a| transposed.of(a));
+        let values = contiguous(values);
+        let Some(tvals) = column_values(transposed, csc, &values) else {
+            // 16-bit values: stored as `csr_spmm_t` stores them.
+            // SAFETY: this method's contract is `csr_spmm_t`'s.
+            return unsafe { Self::csr_spmm_t(crow, col, values, g, k, transposed) };
+        };
+        // `[n, k]` row-major, viewed as its transpose `[k, n]`.
+        with_real(
+            [tvals, g],
+            vec![n, k],
+            |[v, g]| spmm_t_gathered_transposed_out(csc, v, g, n),
+            |[v, g]| spmm_t_gathered_transposed_out(csc, v, g, n),
+        )
+        .transpose(0, 1)
     }
 
     unsafe fn csr_spmm_backward(

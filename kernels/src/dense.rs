@@ -73,7 +73,7 @@ pub fn transpose_into<T: Copy + Send + Sync + 'static>(
 /// `dst` 16 rows of 16 writable ones at stride `ldd`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn transpose_16x16_f32(src: *const f32, lds: usize, dst: *mut f32, ldd: usize) {
+pub(crate) unsafe fn transpose_16x16_f32(src: *const f32, lds: usize, dst: *mut f32, ldd: usize) {
     use core::arch::x86_64::*;
     // SAFETY: the caller promises 16 readable rows of 16 at stride `lds`.
     let rows: [__m512; 16] = core::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.add(i * lds)) });

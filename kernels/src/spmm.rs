@@ -196,6 +196,106 @@ fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(
 /// # Panics
 /// If `val` does not hold one value per entry or `x` is not `[k, n]`.
 pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], x: &[T], n: usize) -> Vec<T> {
+    spmm_laid_out(a, val, x, n, false)
+}
+
+/// `A · X` as [`spmm`] computes it, stored transposed: `out [n, m]` row-major, element `(r, c)`
+/// of the product at `c * m + r`. Each task computes its rows up to 128 at a time into a
+/// buffer that stays in L1 and transposes it into place in 16 x 16 tiles: an L1 round trip
+/// more than [`spmm`], not a pass over memory (what `X · A` needs, `(Aᵀ Xᵀ)ᵀ`, contiguous).
+///
+/// # Panics
+/// As [`spmm`].
+pub fn spmm_transposed_out<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    val: &[T],
+    x: &[T],
+    n: usize,
+) -> Vec<T> {
+    spmm_laid_out(a, val, x, n, true)
+}
+
+/// Rows an output group of [`spmm_transposed_out`] holds at most: each row of the transposed
+/// output gets up to 512 contiguous bytes per group. Measured on the 100,000-row product
+/// against the same product left untransposed: 16 rows a group (a line per output row) ran
+/// 20-35 % slower, 64 rows 20-30 %, 128 rows 15-20 %.
+const GROUP: usize = 128;
+
+/// Bytes of a task's group buffer, at most (fewer rows a group for wide blocks).
+const GROUP_BYTES: usize = 32 << 10;
+
+/// The f32 tile [`rows_transposed`] moves at once (AVX-512 registers).
+const TILE: usize = 16;
+
+/// Rows `b.r0..b.r1` and columns `b.c0..b.c1` of `A · X` into the transposed output `out
+/// [n, m]`, [`group_rows`] rows at a time through `buf` (that many rows of `c1 - c0`).
+fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    val: &[T],
+    x: XRows<'_, T>,
+    m: usize,
+    b: Block,
+    buf: &mut [T],
+    out: &SendPtr<T>,
+) {
+    let w = b.c1 - b.c0;
+    let group = group_rows::<T>(w);
+    let mut g0 = b.r0;
+    while g0 < b.r1 {
+        let g1 = (g0 + group).min(b.r1);
+        // The kernel writes row `r`, column `t` at `r * w + t` from its pointer: shifted back
+        // by `g0 * w + c0`, that is `buf[(r - g0) * w + (t - c0)]`.
+        let shifted = SendPtr(buf.as_mut_ptr().wrapping_sub(g0 * w + b.c0));
+        spmm_rows_dispatch(a, val, x, w, Block { r0: g0, r1: g1, c0: b.c0, c1: b.c1 }, &shifted);
+        let rows = g1 - g0;
+        // Whole 16 x 16 tiles in registers where they fit, the rest element by element.
+        let (mut tiled_rows, mut tiled_cols) = (0, 0);
+        #[cfg(target_arch = "x86_64")]
+        if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && isa() == Isa::Avx512 {
+            (tiled_rows, tiled_cols) = (rows / TILE * TILE, w / TILE * TILE);
+            for t0 in (0..tiled_cols).step_by(TILE) {
+                for l0 in (0..tiled_rows).step_by(TILE) {
+                    // SAFETY: AVX-512F was detected and T is f32. The tile's 16 source rows
+                    // of 16 from (l0, t0) lie in `buf` ([rows, w], l0 + 16 <= rows, t0 + 16
+                    // <= w); its 16 destination rows of 16 from (c0 + t0, g0 + l0) lie in
+                    // `out` ([n, m]: c0 + t0 + 16 <= c1 <= n, g0 + l0 + 16 <= g1 <= m), in
+                    // this task's rows and columns.
+                    unsafe {
+                        crate::dense::transpose_16x16_f32(
+                            buf.as_ptr().add(l0 * w + t0) as *const f32,
+                            w,
+                            out.at((b.c0 + t0) * m + g0 + l0) as *mut f32,
+                            m,
+                        )
+                    };
+                }
+            }
+        }
+        for t in 0..w {
+            let from = if t < tiled_cols { tiled_rows } else { 0 };
+            for l in from..rows {
+                // SAFETY: (c0 + t, g0 + l) lies in `out` ([n, m]) and in this task's block.
+                unsafe { out.at((b.c0 + t) * m + g0 + l).write(buf[l * w + t]) };
+            }
+        }
+        g0 = g1;
+    }
+}
+
+/// Rows a group of [`rows_transposed`] holds for blocks `w` columns wide: as many as fit
+/// [`GROUP_BYTES`], a multiple of 16 from 16 to [`GROUP`].
+fn group_rows<T>(w: usize) -> usize {
+    (GROUP_BYTES / (w.max(1) * core::mem::size_of::<T>()).max(1)).clamp(TILE, GROUP) / TILE * TILE
+}
+
+/// [`spmm`], its output `[m, n]` or, `transposed_out`, `[n, m]`.
+fn spmm_laid_out<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    val: &[T],
+    x: &[T],
+    n: usize,
+    transposed_out: bool,
+) -> Vec<T> {
     let (m, k) = (a.nrows(), a.ncols());
     assert_eq!(val.len(), a.nnz(), "spmm: one value per stored entry");
     assert_eq!(x.len(), out_len(k, n, "spmm: X"), "spmm: X is [k, n] = [{k}, {n}]");
@@ -222,19 +322,26 @@ pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &
         let packed = pack_panels(x, k, n, w);
         let px = packed.get();
         blocks.into_par_iter().for_each(|b| {
-            spmm_rows_dispatch(
-                a,
-                val,
-                XRows { x: &px[b.c0 * k..(b.c0 * k + (b.c1 - b.c0) * k)], ld: b.c1 - b.c0, xc: 0 },
-                n,
-                b,
-                &dst,
-            )
+            let xr = XRows { x: &px[b.c0 * k..(b.c0 * k + (b.c1 - b.c0) * k)], ld: b.c1 - b.c0, xc: 0 };
+            if transposed_out {
+                let mut buf = vec![T::default(); group_rows::<T>(b.c1 - b.c0) * (b.c1 - b.c0)];
+                rows_transposed(a, val, xr, m, b, &mut buf, &dst);
+            } else {
+                spmm_rows_dispatch(a, val, xr, n, b, &dst)
+            }
         });
     } else {
         let aligned = aligned_copy(x, n, col.len(), 64);
         let x = aligned.as_ref().map_or(x, |a| a.get());
-        blocks.into_par_iter().for_each(|b| spmm_rows_dispatch(a, val, XRows { x, ld: n, xc: 0 }, n, b, &dst));
+        blocks.into_par_iter().for_each(|b| {
+            let xr = XRows { x, ld: n, xc: 0 };
+            if transposed_out {
+                let mut buf = vec![T::default(); group_rows::<T>(b.c1 - b.c0) * (b.c1 - b.c0)];
+                rows_transposed(a, val, xr, m, b, &mut buf, &dst);
+            } else {
+                spmm_rows_dispatch(a, val, xr, n, b, &dst)
+            }
+        });
     }
     // SAFETY: the blocks partition [0, m) x [0, n) (row cuts from 0 to m, panels from 0 to n)
     // and the kernels write every element of their own.
@@ -327,6 +434,15 @@ pub fn spmm_t_gathered<T: Real>(csc: &CscPattern, tval: &[T], g: &[T], n: usize)
     spmm(csc.as_csr(), tval, g, n)
 }
 
+/// [`spmm_t_gathered`] stored transposed: `(Aᵀ · G)ᵀ = Gᵀ · A`, `out [n, k]` row-major (see
+/// [`spmm_transposed_out`]).
+///
+/// # Panics
+/// As [`spmm_t_gathered`].
+pub fn spmm_t_gathered_transposed_out<T: Real>(csc: &CscPattern, tval: &[T], g: &[T], n: usize) -> Vec<T> {
+    spmm_transposed_out(csc.as_csr(), tval, g, n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,6 +468,41 @@ mod tests {
             }
         }
         c
+    }
+
+    /// The transposed output is the product's transpose, element for element: f32 (the
+    /// AVX-512 tiles where present) and f64, full and partial row groups, widths that are and
+    /// are not multiples of 16, and column panels.
+    #[test]
+    fn transposed_output_is_the_transpose() {
+        fn check<T: Real + PartialEq + core::fmt::Debug>(
+            m: usize,
+            k: usize,
+            n: usize,
+            per_row: usize,
+            of: fn(usize) -> T,
+        ) {
+            let (mut crow, mut col) = (vec![0i64], vec![]);
+            for r in 0..m {
+                for t in 0..per_row {
+                    col.push(((r * 31 + t * 17) % k) as i64);
+                }
+                crow.push(col.len() as i64);
+            }
+            let val: Vec<T> = (0..col.len()).map(|i| of(i % 11)).collect();
+            let x: Vec<T> = (0..k * n).map(|i| of((i * 7) % 13)).collect();
+            let p = CsrPattern::new(&crow, &col, k).unwrap();
+            let plain = spmm(p, &val, &x, n);
+            let t = spmm_transposed_out(p, &val, &x, n);
+            let want: Vec<T> = (0..n * m).map(|i| plain[(i % m) * n + i / m]).collect();
+            assert_eq!(t, want, "{m} x {k} x {n}");
+        }
+        for (m, k, n, per_row) in
+            [(40, 9, 70, 5), (16, 30, 64, 7), (5, 4, 3, 2), (40, 2100, 128, 900), (10_000, 50, 16, 2)]
+        {
+            check::<f32>(m, k, n, per_row, |v| v as f32 - 5.0);
+            check::<f64>(m, k, n, per_row, |v| v as f64 * 0.5 - 2.0);
+        }
     }
 
     #[test]
