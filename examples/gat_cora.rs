@@ -8,12 +8,14 @@
 //! seeded per run with `device.seed`; the model is evaluated under `valid()`.
 //!
 //! `cargo run --release --example gat_cora [-- --seeds N] [--epochs E] [--png PATH] [--dataset
-//! NAME] [--root DIR]` (`--help`)
+//! NAME] [--root DIR] [--device flex|wgpu]` (`--help`; `wgpu` with `--features wgpu`)
 //! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
 //! accuracy curves of the first seed as a PNG (default `gat_cora_curves.png`).
 
 #[path = "dataset/mod.rs"]
 mod dataset;
+#[path = "device/mod.rs"]
+mod device;
 #[path = "plot/mod.rs"]
 mod plot;
 #[path = "progress/mod.rs"]
@@ -44,6 +46,8 @@ struct Args {
     png: PathBuf,
     #[command(flatten)]
     data: dataset::DatasetArgs,
+    #[command(flatten)]
+    device: device::DeviceArgs,
 }
 
 /// The paper's model: 8 heads x 8 features, dropout 0.6; on PubMed 8 output heads.
@@ -147,9 +151,12 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
 
 fn main() {
     let args = Args::parse();
+    let eval = args.device.device().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
     let g = args.data.load();
-    let device = Device::flex().autodiff();
-    let eval = Device::flex();
+    let device = eval.clone().autodiff();
     let graph = Graph {
         g: &g,
         dataset: args.data.dataset,

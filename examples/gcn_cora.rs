@@ -8,12 +8,14 @@
 //! is evaluated under `valid()` (no dropout, no autodiff graph).
 //!
 //! `cargo run --release --example gcn_cora [-- --seeds N] [--epochs E] [--png PATH] [--dataset
-//! NAME] [--root DIR]` (`--help`)
+//! NAME] [--root DIR] [--device flex|wgpu]` (`--help`; `wgpu` with `--features wgpu`)
 //! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
 //! accuracy curves of the first seed as a PNG (default `gcn_cora_curves.png`).
 
 #[path = "dataset/mod.rs"]
 mod dataset;
+#[path = "device/mod.rs"]
+mod device;
 #[path = "plot/mod.rs"]
 mod plot;
 #[path = "progress/mod.rs"]
@@ -45,6 +47,8 @@ struct Args {
     png: PathBuf,
     #[command(flatten)]
     data: dataset::DatasetArgs,
+    #[command(flatten)]
+    device: device::DeviceArgs,
 }
 
 /// Kipf & Welling's model: 16 hidden units, dropout 0.5, no bias.
@@ -140,6 +144,10 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
 
 fn main() {
     let args = Args::parse();
+    let eval = args.device.device().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
     let g = args.data.load();
     println!(
         "{}: {} nodes, {} edges, {} features ({} stored), {} classes; split {} / {} / {}",
@@ -153,8 +161,7 @@ fn main() {
         g.val.len(),
         g.test.len()
     );
-    let device = Device::flex().autodiff();
-    let eval = Device::flex();
+    let device = eval.clone().autodiff();
     let graph = Graph {
         g: &g,
         adj: gcn_norm(&g.edges, g.nodes, &device).expect("valid graph"),

@@ -145,8 +145,22 @@ pub fn gradcheck<F>(f: F, inputs: &[GradInput], options: GradcheckOptions) -> Re
 where
     F: Fn(&[Tensor<1>]) -> Tensor<1>,
 {
-    let device = Device::flex().autodiff();
-    let plain = Device::flex();
+    gradcheck_on(&Device::flex(), f, inputs, options)
+}
+
+/// [`gradcheck`] on `device` (with autodiff for the analytic gradients, without for the
+/// numeric ones): the inputs `f` receives live there.
+pub fn gradcheck_on<F>(
+    device: &Device,
+    f: F,
+    inputs: &[GradInput],
+    options: GradcheckOptions,
+) -> Result<GradcheckReport, GradcheckError>
+where
+    F: Fn(&[Tensor<1>]) -> Tensor<1>,
+{
+    let plain = device.clone();
+    let device = plain.clone().autodiff();
     let leaves: Vec<Tensor<1>> = inputs.iter().map(|i| leaf(&i.values, &device).require_grad()).collect();
     let out = f(&leaves);
     let w = weights(out.dims()[0]);

@@ -534,6 +534,11 @@ pub fn try_sampled_addmm<const D: usize>(
         reshape(mat2.swap_dims(D - 2, D - 1), [batch * n, k])
     };
     let nnz_total = s.values_flat().dims()[0];
+    if nnz_total == 0 {
+        // Nothing to sample (and no scaling of an empty tensor: burn's Cube backend rejects
+        // element-wise ops on `[0, 1]`).
+        return Ok(s.clone());
+    }
     let sampled = reshape(sddmm(&pattern, a, b), [nnz_total, 1]);
     let sampled = if alpha == 1.0 { sampled } else { sampled * alpha };
     // As torch: with beta = 0 the input's values are ignored (not multiplied: NaN * 0 is NaN).

@@ -29,7 +29,7 @@ use std::sync::Arc;
 /// `crow [m + 1]` and `col [nnz]` form a valid CSR pattern `[m, k]` (as `SpmmKernels`
 /// requires), `a` is `[m, d]`, `b` is `[k, d]`, and `transposed` is this pattern's cell (or
 /// empty).
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait SparseSddmm: Backend {
     /// `out[j] = a[row j] · b[col j]` for each stored entry: `a [m, d]`, `b [k, d]`, result `[nnz]`.
     ///
@@ -44,19 +44,27 @@ pub trait SparseSddmm: Backend {
     ) -> FloatTensor<Self>;
 }
 
-impl SparseSddmm for Flex {
-    unsafe fn sparse_sddmm(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
-        a: FloatTensor<Self>,
-        b: FloatTensor<Self>,
-        transposed: Arc<TransposeCell>,
-    ) -> FloatTensor<Self> {
-        let _ = transposed;
-        // SAFETY: this method's contract is the kernel's.
-        unsafe { Flex::csr_sddmm(crow, col, a, b) }
-    }
+/// The untracked backends run the forward kernels.
+macro_rules! untracked {
+    ($backend:ty) => {
+        impl SparseSddmm for $backend {
+            unsafe fn sparse_sddmm(
+                crow: IntTensor<Self>,
+                col: IntTensor<Self>,
+                a: FloatTensor<Self>,
+                b: FloatTensor<Self>,
+                transposed: Arc<TransposeCell>,
+            ) -> FloatTensor<Self> {
+                let _ = transposed;
+                // SAFETY: this method's contract is the kernel's.
+                unsafe { Self::csr_sddmm(crow, col, a, b) }
+            }
+        }
+    };
 }
+untracked!(Flex);
+#[cfg(feature = "cube")]
+untracked!(sparsegrad_backend::cube::CubeBackend);
 
 /// Backward of `sparse_sddmm`; parents `[a, b]`.
 #[derive(Debug)]

@@ -28,7 +28,7 @@ use sparsegrad_backend::util::reshape;
 use sparsegrad_backend::{Result, SparseError};
 
 /// The differentiable semi-structured product.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait SemiMatmul: Backend {
     /// `A [rows, cols]` given by kept `values [rows, cols / 2]` and `metadata`, times `x`:
     /// `A · x` (`x [cols, n]`), with `transpose_a` `Aᵀ · x` (`x [rows, n]`); with `transposed`
@@ -59,18 +59,26 @@ fn forward<B: SemiKernels>(
     }
 }
 
-impl SemiMatmul for Flex {
-    fn semi_product(
-        values: FloatTensor<Self>,
-        metadata: IntTensor<Self>,
-        cols: usize,
-        x: FloatTensor<Self>,
-        transpose_a: bool,
-        transposed: bool,
-    ) -> FloatTensor<Self> {
-        forward::<Flex>(values, metadata, cols, x, transpose_a, transposed)
-    }
+/// The untracked backends run the forward kernels.
+macro_rules! untracked {
+    ($backend:ty) => {
+        impl SemiMatmul for $backend {
+            fn semi_product(
+                values: FloatTensor<Self>,
+                metadata: IntTensor<Self>,
+                cols: usize,
+                x: FloatTensor<Self>,
+                transpose_a: bool,
+                transposed: bool,
+            ) -> FloatTensor<Self> {
+                forward::<Self>(values, metadata, cols, x, transpose_a, transposed)
+            }
+        }
+    };
 }
+untracked!(Flex);
+#[cfg(feature = "cube")]
+untracked!(sparsegrad_backend::cube::CubeBackend);
 
 /// Backward of `semi_product`; parents `[values, x]`.
 #[derive(Debug)]

@@ -29,7 +29,7 @@ use sparsegrad_backend::util::{numel, reshape};
 use sparsegrad_backend::{Result, SparseError, SparseTensor};
 
 /// The differentiable segment softmax.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait SparseSoftmax: Backend {
     /// Softmax (`log`: log-softmax) of `values [elements, width]` over the segments given by
     /// `offsets` into `order` (empty: storage order), as [`SoftmaxKernels::segment_softmax`].
@@ -41,16 +41,24 @@ pub trait SparseSoftmax: Backend {
     ) -> FloatTensor<Self>;
 }
 
-impl SparseSoftmax for Flex {
-    fn sparse_segment_softmax(
-        values: FloatTensor<Self>,
-        offsets: IntTensor<Self>,
-        order: IntTensor<Self>,
-        log: bool,
-    ) -> FloatTensor<Self> {
-        Flex::segment_softmax(values, offsets, order, log)
-    }
+/// The untracked backends run the forward kernels.
+macro_rules! untracked {
+    ($backend:ty) => {
+        impl SparseSoftmax for $backend {
+            fn sparse_segment_softmax(
+                values: FloatTensor<Self>,
+                offsets: IntTensor<Self>,
+                order: IntTensor<Self>,
+                log: bool,
+            ) -> FloatTensor<Self> {
+                Self::segment_softmax(values, offsets, order, log)
+            }
+        }
+    };
 }
+untracked!(Flex);
+#[cfg(feature = "cube")]
+untracked!(sparsegrad_backend::cube::CubeBackend);
 
 /// Backward of `sparse_segment_softmax`; one parent, the values.
 #[derive(Debug)]

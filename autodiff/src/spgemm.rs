@@ -26,7 +26,7 @@ use sparsegrad_backend::spgemm::SpgemmKernels;
 /// # Safety
 /// As [`SpgemmKernels`]: `A [m, k]`, `B [k, n]` and `C [m, n]` are valid CSR patterns (`C`'s
 /// rows sorted), with one value per entry in `a_values` and `b_values`.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait SparseSpgemm: Backend {
     /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
     ///
@@ -63,35 +63,43 @@ pub trait SparseSpgemm: Backend {
     ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>);
 }
 
-impl SparseSpgemm for Flex {
-    unsafe fn sparse_spgemm(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
-        a_values: FloatTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
-        b_values: FloatTensor<Self>,
-        c_crow: IntTensor<Self>,
-        c_col: IntTensor<Self>,
-        n: usize,
-    ) -> FloatTensor<Self> {
-        // SAFETY: this method's contract is the kernel's.
-        unsafe { Flex::csr_spgemm(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
-    }
+/// The untracked backends run the forward kernels.
+macro_rules! untracked {
+    ($backend:ty) => {
+        impl SparseSpgemm for $backend {
+            unsafe fn sparse_spgemm(
+                a_crow: IntTensor<Self>,
+                a_col: IntTensor<Self>,
+                a_values: FloatTensor<Self>,
+                b_crow: IntTensor<Self>,
+                b_col: IntTensor<Self>,
+                b_values: FloatTensor<Self>,
+                c_crow: IntTensor<Self>,
+                c_col: IntTensor<Self>,
+                n: usize,
+            ) -> FloatTensor<Self> {
+                // SAFETY: this method's contract is the kernel's.
+                unsafe { Self::csr_spgemm(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
+            }
 
-    unsafe fn sparse_spgemm_product(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
-        a_values: FloatTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
-        b_values: FloatTensor<Self>,
-        n: usize,
-    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
-        // SAFETY: this method's contract is the kernel's.
-        unsafe { Flex::csr_spgemm_product(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
-    }
+            unsafe fn sparse_spgemm_product(
+                a_crow: IntTensor<Self>,
+                a_col: IntTensor<Self>,
+                a_values: FloatTensor<Self>,
+                b_crow: IntTensor<Self>,
+                b_col: IntTensor<Self>,
+                b_values: FloatTensor<Self>,
+                n: usize,
+            ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+                // SAFETY: this method's contract is the kernel's.
+                unsafe { Self::csr_spgemm_product(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
+            }
+        }
+    };
 }
+untracked!(Flex);
+#[cfg(feature = "cube")]
+untracked!(sparsegrad_backend::cube::CubeBackend);
 
 /// Backward of `sparse_spgemm`; parents `[a_values, b_values]`.
 #[derive(Debug)]

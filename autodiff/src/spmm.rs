@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// As [`SpmmKernels`]: `crow [m + 1]` and `col [nnz]` form a valid CSR pattern `[m, k]`
 /// (`crow` from 0 to nnz, non-decreasing; every column in `0..k`), the dense operand has the
 /// shape the method states, and `transposed` is this pattern's cell (or empty).
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait SparseSpmm: Backend {
     /// `A · X` (`transpose = false`, `A` the pattern `[m, k]`, `X [k, n]`, result `[m, n]`) or
     /// `Aᵀ · X` (`transpose = true`, `X [m, n]`, result `[k, n]`); `values [nnz]`. With
@@ -87,21 +87,29 @@ unsafe fn forward<B: SpmmKernels>(
     }
 }
 
-impl SparseSpmm for Flex {
-    unsafe fn sparse_spmm(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
-        values: FloatTensor<Self>,
-        x: FloatTensor<Self>,
-        transpose: bool,
-        stored_transposed: bool,
-        k: usize,
-        transposed: Arc<TransposeCell>,
-    ) -> FloatTensor<Self> {
-        // SAFETY: this method's contract is the kernels'.
-        unsafe { forward::<Flex>(crow, col, values, x, transpose, stored_transposed, k, &transposed) }
-    }
+/// The untracked backends run the forward kernels.
+macro_rules! untracked {
+    ($backend:ty) => {
+        impl SparseSpmm for $backend {
+            unsafe fn sparse_spmm(
+                crow: IntTensor<Self>,
+                col: IntTensor<Self>,
+                values: FloatTensor<Self>,
+                x: FloatTensor<Self>,
+                transpose: bool,
+                stored_transposed: bool,
+                k: usize,
+                transposed: Arc<TransposeCell>,
+            ) -> FloatTensor<Self> {
+                // SAFETY: this method's contract is the kernels'.
+                unsafe { forward::<Self>(crow, col, values, x, transpose, stored_transposed, k, &transposed) }
+            }
+        }
+    };
 }
+untracked!(Flex);
+#[cfg(feature = "cube")]
+untracked!(sparsegrad_backend::cube::CubeBackend);
 
 /// Backward of `sparse_spmm`; parents `[values, x]`.
 #[derive(Debug)]

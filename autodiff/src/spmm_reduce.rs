@@ -28,7 +28,7 @@ use sparsegrad_backend::spmm_reduce::SpmmReduceKernels;
 /// # Safety
 /// As [`SpmmReduceKernels`]: `crow [m + 1]` and `col [nnz]` form a valid CSR pattern `[m, k]`
 /// with `k` the rows of `x [k, n]`, and `values [nnz]`.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait SparseSpmmReduce: Backend {
     /// The extremes `[m, n]` (`max`, else min) of `a[i, j] · x[j, c]` over each row's entries.
     ///
@@ -43,18 +43,26 @@ pub trait SparseSpmmReduce: Backend {
     ) -> FloatTensor<Self>;
 }
 
-impl SparseSpmmReduce for Flex {
-    unsafe fn sparse_spmm_arg_extreme(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
-        values: FloatTensor<Self>,
-        x: FloatTensor<Self>,
-        max: bool,
-    ) -> FloatTensor<Self> {
-        // SAFETY: this method's contract is the kernels'.
-        unsafe { Flex::csr_spmm_arg_extreme(crow, col, values, x, max).0 }
-    }
+/// The untracked backends run the forward kernels.
+macro_rules! untracked {
+    ($backend:ty) => {
+        impl SparseSpmmReduce for $backend {
+            unsafe fn sparse_spmm_arg_extreme(
+                crow: IntTensor<Self>,
+                col: IntTensor<Self>,
+                values: FloatTensor<Self>,
+                x: FloatTensor<Self>,
+                max: bool,
+            ) -> FloatTensor<Self> {
+                // SAFETY: this method's contract is the kernels'.
+                unsafe { Self::csr_spmm_arg_extreme(crow, col, values, x, max).0 }
+            }
+        }
+    };
 }
+untracked!(Flex);
+#[cfg(feature = "cube")]
+untracked!(sparsegrad_backend::cube::CubeBackend);
 
 /// Backward of `sparse_spmm_arg_extreme`; parents `[values, x]`.
 #[derive(Debug)]

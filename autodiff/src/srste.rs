@@ -33,7 +33,7 @@ use sparsegrad_backend::util::reshape;
 use sparsegrad_backend::{Result, SparseError};
 
 /// The differentiable straight-through 2:4 product.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait SrsteMatmul: Backend {
     /// `x · W̃ᵀ` for `x [n, cols]`, `W̃` the entries of `weight [rows, cols]` at the kept
     /// columns `kept [rows, cols / 2]` that the 2:4 `metadata` describes. Gradients: `x` gets
@@ -67,18 +67,26 @@ fn forward<B: SemiKernels>(
     B::semi_mm(values, metadata, cols, x, true)
 }
 
-impl SrsteMatmul for Flex {
-    fn srste_product(
-        weight: FloatTensor<Self>,
-        metadata: IntTensor<Self>,
-        kept: IntTensor<Self>,
-        x: FloatTensor<Self>,
-        _decay: f64,
-    ) -> FloatTensor<Self> {
-        let cols = weight.shape()[1];
-        forward::<Flex>(kept_values::<Flex>(weight, kept), metadata, cols, x)
-    }
+/// The untracked backends run the forward kernels.
+macro_rules! untracked {
+    ($backend:ty) => {
+        impl SrsteMatmul for $backend {
+            fn srste_product(
+                weight: FloatTensor<Self>,
+                metadata: IntTensor<Self>,
+                kept: IntTensor<Self>,
+                x: FloatTensor<Self>,
+                _decay: f64,
+            ) -> FloatTensor<Self> {
+                let cols = weight.shape()[1];
+                forward::<Self>(kept_values::<Self>(weight, kept), metadata, cols, x)
+            }
+        }
+    };
 }
+untracked!(Flex);
+#[cfg(feature = "cube")]
+untracked!(sparsegrad_backend::cube::CubeBackend);
 
 /// Backward of `srste_product`; parents `[weight, x]`.
 #[derive(Debug)]

@@ -126,7 +126,7 @@ fn with_float_data(data: &TensorData, f: &mut dyn FnMut(FloatSlice<'_>)) -> usiz
 }
 
 /// Borrowing host views of tensor storage, the one door through which index algebra reaches data.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait HostAccess: Backend {
     /// Calls `f` with the elements of an Int tensor in row-major order.
     fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {
@@ -148,6 +148,10 @@ pub trait HostAccess: Backend {
         false
     }
 }
+
+/// Cube devices: the portable defaults.
+#[cfg(feature = "cube")]
+impl HostAccess for crate::cube::CubeBackend {}
 
 impl HostAccess for Flex {
     fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {

@@ -24,6 +24,8 @@ pub mod cast;
 pub mod cat;
 pub mod construct;
 pub mod convert;
+#[cfg(feature = "cube")]
+pub mod cube;
 mod display;
 pub mod elementwise;
 pub mod filter;

@@ -20,7 +20,7 @@ use burn::tensor::{Int, Tensor};
 use rayon::prelude::*;
 
 /// Row gather and scatter-add on `[rows, width]` value tensors.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 pub trait RowMovement: Backend {
     /// `out[k] = values[ids[k]]`: `[ids.len(), width]`.
     fn gather_rows(values: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
@@ -106,6 +106,16 @@ fn index_add_kernel<T: Copy + Default + core::ops::AddAssign + Send + Sync>(
         }
     });
     out
+}
+
+/// Cube devices: burn's `select` for the gather; the scatter-add by the product kernel over the
+/// rows grouped by target (`cube::spmm::index_add_rows`), where burn's `select_assign` walks
+/// every row in one kernel unit (and on lavapipe loses the rows past about 70 000).
+#[cfg(feature = "cube")]
+impl RowMovement for crate::cube::CubeBackend {
+    fn index_add_rows(values: FloatTensor<Self>, targets: IntTensor<Self>, rows: usize) -> FloatTensor<Self> {
+        crate::cube::spmm::index_add_rows(values, targets, rows)
+    }
 }
 
 impl RowMovement for Flex {

@@ -22,7 +22,7 @@ use sparsegrad_kernels::sddmm::{sddmm, sddmm_bt};
 /// # Safety
 /// As [`crate::spmm::SpmmKernels`]: `crow [m + 1]` and `col [nnz]` form a valid pattern over
 /// `k = b.shape()[0]` columns, `a` is `[m, d]` and `b` is `[k, d]`.
-#[backend_extension(Flex)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SddmmKernels: Backend {
     /// `out[j] = a[row j] · b[col j]` for every stored entry: `a [m, d]`, `b [k, d]`.
     ///
@@ -35,6 +35,19 @@ pub trait SddmmKernels: Backend {
         b: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
         default::sddmm::<Self>(crow, col, a, b)
+    }
+}
+
+/// Cube devices: the kernel of `cube::spmm` (16-bit floats widened to f32, as on Flex).
+#[cfg(feature = "cube")]
+impl SddmmKernels for crate::cube::CubeBackend {
+    unsafe fn csr_sddmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        crate::cube::spmm::widened([a, b], |[a, b]| crate::cube::spmm::sddmm(crow, col, a, b))
     }
 }
 

@@ -33,7 +33,7 @@ use sparsegrad_kernels::semi_narrow::{semi_mm_narrow_16, semi_mm_narrow_bf16, NA
 
 /// Products with a semi-structured matrix `A [rows, cols]` given as kept values
 /// `[rows, cols / 2]` and `i16` metadata words `[rows, ceil(cols / 16)]`.
-#[backend_extension(Flex)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SemiKernels: SpmmKernels + SddmmKernels {
     /// `A · B` (`B [cols, n]`, result `[rows, n]`), or with `transposed` `B · Aᵀ`
     /// (`B [n, cols]`, result `[n, rows]`: a linear layer's product).
@@ -152,6 +152,10 @@ fn semi_ref<'a, T>(meta: &'a [i16], vals: &'a [T], rows: usize, cols: usize) -> 
 fn semi_ref_in<'a, T>(layout: SemiLayout<'a>, vals: &'a [T]) -> SemiRef<'a, T> {
     SemiRef::new(layout, vals).unwrap_or_else(|e| panic!("semi-structured product: {e}"))
 }
+
+/// Cube devices: the portable defaults.
+#[cfg(feature = "cube")]
+impl SemiKernels for crate::cube::CubeBackend {}
 
 impl SemiKernels for Flex {
     fn semi_mm(values: FlexTensor, metadata: FlexTensor, cols: usize, b: FlexTensor, transposed: bool) -> FlexTensor {

@@ -37,7 +37,7 @@ pub use sparsegrad_kernels::softmax::{segment_softmax, segment_softmax_backward,
 /// for storage order (the positions themselves: extension ops take no optional tensors, and an
 /// identity permutation would cost a pass over every element). Each of the `width` columns is
 /// normalised on its own. Outputs are in the input's element order.
-#[backend_extension(Flex)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SoftmaxKernels: Backend {
     /// `y = softmax(x)` per segment, or `log_softmax(x)` when `log`.
     fn segment_softmax(
@@ -207,6 +207,29 @@ macro_rules! with_segments {
             ps => match_ints!(os, $o => match_ints!(ps, q => { let $p = Some(q); $body })),
         }
     }};
+}
+
+/// Cube devices: the kernels of `cube::softmax` (16-bit floats widened to f32, as on Flex).
+#[cfg(feature = "cube")]
+impl SoftmaxKernels for crate::cube::CubeBackend {
+    fn segment_softmax(
+        values: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
+        crate::cube::spmm::widened([values], |[values]| crate::cube::softmax::softmax(values, offsets, order, log))
+    }
+
+    fn segment_softmax_backward(
+        y: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
+        crate::cube::spmm::widened([y, g], |[y, g]| crate::cube::softmax::softmax_backward(y, g, offsets, order, log))
+    }
 }
 
 impl SoftmaxKernels for Flex {

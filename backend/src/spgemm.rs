@@ -79,7 +79,7 @@ macro_rules! with_three {
 /// (`b_crow [k + 1]`, `b_col`) and `C [m, n]` (`c_crow [m + 1]`, `c_col`), each valid as
 /// `sparsegrad_kernels::pattern::CsrPattern::new` checks it (`k` is `b_crow`'s length less
 /// one), `C`'s rows sorted; value tensors hold one value per entry of their pattern.
-#[backend_extension(Flex)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SpgemmKernels: Backend {
     /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
     ///
@@ -219,6 +219,10 @@ fn floats_on<B: Backend>(v: Vec<f64>, dtype: DType, device: &B::Device) -> Float
 fn flex_ints(t: &[FlexTensor; 6]) -> [IntSlice<'_>; 6] {
     core::array::from_fn(|i| int_slice(&t[i]))
 }
+
+/// Cube devices: the portable defaults.
+#[cfg(feature = "cube")]
+impl SpgemmKernels for crate::cube::CubeBackend {}
 
 impl SpgemmKernels for Flex {
     unsafe fn csr_spgemm(

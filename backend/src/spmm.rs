@@ -38,7 +38,7 @@ use std::sync::{Arc, Weak};
 /// `nnz`, and every column lies in `0..k`. `k` is the method's `k` argument, or the rows of `x`.
 /// The dense operands must have the shapes the methods state, and a `transposed` cell must be
 /// this pattern's (or empty).
-#[backend_extension(Flex)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SpmmKernels: Backend {
     /// `A · X`: `A` `[m, k]` in CSR (`crow [m + 1]`, `col [nnz]`, `values [nnz]`), `X [k, n]`.
     ///
@@ -192,6 +192,63 @@ macro_rules! with_pattern {
     };
 }
 pub(crate) use with_pattern;
+
+/// Cube devices: the kernels of `cube::spmm` (16-bit floats widened to f32, as on Flex), the
+/// transposed products through the pattern's transposed view on the device.
+#[cfg(feature = "cube")]
+impl SpmmKernels for crate::cube::CubeBackend {
+    unsafe fn csr_spmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        crate::cube::spmm::widened([values, x], |[values, x]| crate::cube::spmm::spmm(crow, col, values, x))
+    }
+
+    unsafe fn csr_spmm_t(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FloatTensor<Self> {
+        use crate::cube::spmm::{spmm_t, widened, DeviceTranspose};
+        // SAFETY: a valid pattern over `k` columns with its cell: this method's contract.
+        let t = unsafe { DeviceTranspose::of(&crow, &col, k, transposed) };
+        widened([values, g], |[values, g]| spmm_t(&t, values, g))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spmm_backward(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        transpose: bool,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FloatTensor<Self> {
+        use crate::sddmm::SddmmKernels;
+        use burn::backend::ops::FloatTensorOps;
+        // SAFETY: as the default body: the pattern is valid over `k` columns (this method's
+        // contract); `x [k, n]` for the forward product's `dX`, `g [k, n]` for the transposed one's.
+        let (dx, dv) = unsafe {
+            if transpose {
+                (Self::csr_spmm(crow.clone(), col.clone(), values, g.clone()), Self::csr_sddmm(crow, col, x, g))
+            } else {
+                (
+                    Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k, transposed),
+                    Self::csr_sddmm(crow, col, g, x),
+                )
+            }
+        };
+        let len = dx.shape().num_elements();
+        Self::float_cat(vec![Self::float_reshape(dx, Shape::new([len])), dv], 0)
+    }
+}
 
 impl SpmmKernels for Flex {
     unsafe fn csr_spmm(crow: FlexTensor, col: FlexTensor, values: FlexTensor, x: FlexTensor) -> FlexTensor {

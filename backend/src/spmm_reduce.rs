@@ -29,7 +29,7 @@ use sparsegrad_kernels::spmm_reduce::{spmm_arg_extreme, spmm_arg_extreme_backwar
 /// # Safety
 /// Every method takes a CSR pattern `A [m, k]` as `crow [m + 1]` and `col [nnz]`, valid as
 /// `CsrPattern::new` checks it, with `k` the rows of `x`; `values [nnz]`, `x [k, n]`.
-#[backend_extension(Flex)]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SpmmReduceKernels: Backend {
     /// The extremes of `a[i, j] · x[j, c]` over each row's entries (`max`, else min) `[m, n]`,
     /// and the winning entries' positions `[m, n]` (int64; `nnz` for an empty row, whose
@@ -83,10 +83,9 @@ pub(crate) mod default {
         max: bool,
     ) -> (FloatTensor<B>, IntTensor<B>) {
         let device = x.device();
-        let (dtype, [m, n]) = (x.dtype(), [crow.shape()[0] - 1, x.shape()[1]]);
+        let (dtype, [m, n], k) = (x.dtype(), [crow.shape()[0] - 1, x.shape()[1]], x.shape()[0]);
         let (crow, col) = (host_ints::<B>(crow), host_ints::<B>(col));
         let (v, xv) = (host_floats::<B>(values), host_floats::<B>(x));
-        let k = xv.len().checked_div(n).unwrap_or(0);
         // SAFETY: the caller's pattern (this method's contract), read back unchanged.
         let a = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], k) };
         let (out, arg) = spmm_arg_extreme(a, &v, &xv, n, max);
@@ -109,10 +108,9 @@ pub(crate) mod default {
         g: FloatTensor<B>,
     ) -> FloatTensor<B> {
         let device = x.device();
-        let (dtype, n) = (x.dtype(), x.shape()[1]);
+        let (dtype, n, k) = (x.dtype(), x.shape()[1], x.shape()[0]);
         let (crow, col, arg) = (host_ints::<B>(crow), host_ints::<B>(col), host_ints::<B>(arg));
         let (v, xv, gv) = (host_floats::<B>(values), host_floats::<B>(x), host_floats::<B>(g));
-        let k = xv.len().checked_div(n).unwrap_or(0);
         // SAFETY: the caller's pattern (this method's contract), read back unchanged.
         let a = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], k) };
         let grad = spmm_arg_extreme_backward(a, &v, &xv, &arg, &gv, n);
@@ -138,6 +136,10 @@ pub(crate) mod default {
             .expect("f64")
     }
 }
+
+/// Cube devices: the portable defaults.
+#[cfg(feature = "cube")]
+impl SpmmReduceKernels for crate::cube::CubeBackend {}
 
 impl SpmmReduceKernels for Flex {
     unsafe fn csr_spmm_arg_extreme(

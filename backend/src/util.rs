@@ -88,7 +88,10 @@ pub fn numel(sizes: &[usize]) -> usize {
 /// the shape literally (and is recorded by autodiff like `reshape`).
 pub fn reshape<const A: usize, const B: usize>(t: Tensor<A>, shape: [usize; B]) -> Tensor<B> {
     if shape.contains(&0) {
-        Tensor::from_dispatch(Dispatch::float_reshape(t.into_dispatch(), Shape::from(shape)))
+        // Through `[0]`: burn's Cube backend misreads some reshapes of a strided empty tensor
+        // (an index past its rank in `reshape_analysis`); a flat empty one reshapes as is.
+        let flat = Dispatch::float_reshape(t.into_dispatch(), Shape::from([0]));
+        Tensor::from_dispatch(Dispatch::float_reshape(flat, Shape::from(shape)))
     } else {
         t.reshape(shape)
     }
@@ -97,7 +100,9 @@ pub fn reshape<const A: usize, const B: usize>(t: Tensor<A>, shape: [usize; B]) 
 /// [`reshape`] for Int tensors.
 pub fn reshape_int<const A: usize, const B: usize>(t: Tensor<A, Int>, shape: [usize; B]) -> Tensor<B, Int> {
     if shape.contains(&0) {
-        Tensor::from_dispatch(Dispatch::int_reshape(t.into_dispatch(), Shape::from(shape)))
+        // Through `[0]`, as `reshape`.
+        let flat = Dispatch::int_reshape(t.into_dispatch(), Shape::from([0]));
+        Tensor::from_dispatch(Dispatch::int_reshape(flat, Shape::from(shape)))
     } else {
         t.reshape(shape)
     }

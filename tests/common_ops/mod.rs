@@ -10,7 +10,7 @@
 use burn::module::{Module, ModuleDisplay};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckError, GradcheckOptions, GradcheckReport};
 use sparsegrad::nn::{SemiStructuredLinear, SparseLinear};
 use sparsegrad::prelude::*;
 
@@ -22,12 +22,31 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The device the op tests run on: Flex, or the one `SPARSEGRAD_TEST_DEVICE` names (`wgpu`, with
+/// the feature of that name: burn's Cube backend, on Mesa's lavapipe where there is no GPU).
 pub fn dev() -> Device {
-    Device::flex()
+    match std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref() {
+        Err(_) | Ok("") | Ok("flex") => Device::flex(),
+        #[cfg(feature = "wgpu")]
+        Ok("wgpu") => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
+        Ok(other) => {
+            panic!("SPARSEGRAD_TEST_DEVICE={other}: not a device of this build (flex, or wgpu with its feature)")
+        }
+    }
 }
 
+/// [`dev`] with autodiff.
 pub fn ad() -> Device {
-    Device::flex().autodiff()
+    dev().autodiff()
+}
+
+/// `sparsegrad::gradcheck` on the test device.
+pub fn gradcheck<F: Fn(&[Tensor<1>]) -> Tensor<1>>(
+    f: F,
+    inputs: &[GradInput],
+    options: GradcheckOptions,
+) -> Result<GradcheckReport, GradcheckError> {
+    sparsegrad::gradcheck::gradcheck_on(&dev(), f, inputs, options)
 }
 
 /// A float tensor of `shape` holding `data`, in `dtype`, on `device`.

@@ -6,9 +6,10 @@
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::tensor::{DType, Tensor};
 use common_ops::*;
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 
 const DTYPES: [DType; 2] = [DType::F32, DType::F64];

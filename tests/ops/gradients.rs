@@ -1,14 +1,15 @@
-//! Gradients through the conversions (docs/SPEC.md sections 2 and 4) on `Device::flex().autodiff()` in
+//! Gradients through the conversions (docs/SPEC.md sections 2 and 4) on the test device with autodiff (`common_ops::ad()`) in
 //! f64: the gradient of `sum(W * to_dense(x))` with respect to the stored values is `W` at each
 //! value's position, computed here from the raw index arrays, independently of the library's
 //! conversions; `gradcheck` passes for every conversion and fails for a wrong gradient.
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::tensor::{DType, Tensor, TensorData};
 use common_ops::{ad, assert_near, check_sparse_grad, f64s, flat, floats, index_on, ints, numel, Rng};
 use proptest::prelude::*;
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 
 /// The gradients agree to f64 precision.

@@ -6,7 +6,7 @@ use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use sparsegrad::prelude::*;
 
 fn dev() -> Device {
-    Device::flex()
+    crate::common_ops::dev()
 }
 
 fn ints<const N: usize>(data: &[i64], shape: [usize; N], dtype: DType) -> Tensor<N, Int> {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn device() -> Device {
-    Device::flex()
+    crate::common_ops::dev()
 }
 
 /// A fresh directory for one test.

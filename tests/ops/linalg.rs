@@ -6,10 +6,11 @@
 
 use crate::common_ops;
 
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use crate::common_ops::gradcheck;
+use burn::tensor::{DType, Tensor, TensorData};
 use common_ops::{dense, floats, layouts_2d, serial, sparse_data, Rng};
 use faer::{Mat, MatRef, Side};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::linalg::{lobpcg, pca_lowrank, svd_lowrank};
 use sparsegrad::prelude::*;
 
@@ -241,7 +242,7 @@ fn check_lowrank_grad(
 #[test]
 fn svd_lowrank_gradients() {
     let _g = serial();
-    let ad = Device::flex().autodiff();
+    let ad = crate::common_ops::ad();
     let mut rng = Rng(36);
     for (rows, cols, q, niter) in [(7usize, 5usize, 5usize, 1usize), (7, 5, 3, 1)] {
         let data = sparse_data(rows * cols, 0.6, 0.5, 2.0, &mut rng);
@@ -325,7 +326,7 @@ fn lobpcg_matches_the_dense_eigensolver() {
     let data = spd(n, &mut rng);
     let a = mat(&data, n, n);
     let (e_ref, v_ref) = dense_eigh(a.as_ref());
-    Device::flex().seed(11);
+    crate::common_ops::dev().seed(11);
     for (name, s) in layouts_2d(&dense(&data, [n, n], DType::F64)) {
         for largest in [true, false] {
             let what = format!("{name} largest={largest}");
@@ -365,7 +366,7 @@ fn lobpcg_generalized_and_preconditioned() {
     };
     let s = dense(&data, [n, n], DType::F64).to_sparse_csr().unwrap();
     let b = diag(&bdiag);
-    Device::flex().seed(12);
+    crate::common_ops::dev().seed(12);
     let (e, x) = lobpcg(&s, Some(2), Some(&b), None, Some(4), None, None, Some(1e-10), Some(false), None).unwrap();
     let (e, x) = (floats(e), host(x));
     assert_rel(&e, &e_ref[..2], 1e-8, "generalized smallest");
@@ -402,7 +403,7 @@ fn lobpcg_errors() {
     let x = dense(&[0.0; 8], [8, 1], DType::F64);
     assert!(msg(lobpcg(&sq, Some(1), None, Some(x), None, None, None, None, None, None)).contains("must be [9, 1]"));
     // 3n = m is allowed.
-    Device::flex().seed(13);
+    crate::common_ops::dev().seed(13);
     let (e, _) = lobpcg(&sq, Some(1), None, None, Some(3), None, None, None, None, None).unwrap();
     let (e_ref, _) = dense_eigh(host(sq.to_dense()).as_ref());
     assert_rel(&floats(e), &e_ref[8..], 1e-8, "3n = m");
@@ -420,7 +421,7 @@ fn lobpcg_bcsstk13_ten_largest() {
         idx[k] = i as i64;
         idx[mtx.entries.len() + k] = j as i64;
     }
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let indices = Tensor::from_data(TensorData::new(idx, [2, mtx.entries.len()]), (&device, DType::I64));
     let values = Tensor::<1>::from_data(TensorData::new(mtx.values.clone(), [mtx.values.len()]), (&device, DType::F64));
     let a = SparseTensor::coo(indices, values, [n, n]).unwrap().to_sparse_csr().unwrap();

@@ -7,7 +7,7 @@
 
 use crate::common_ops;
 
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorData};
 use common_ops::{assert_near, batched, dev, floats, index_on, ints, matrix, split_entries, Kind, Rng};
 use sparsegrad::prelude::*;
 use sparsegrad::sparse::{self as sp};
@@ -410,7 +410,7 @@ fn bmm_matches_batched_dense_matmul() {
 
 #[test]
 fn mm_backward_on_a_million_by_million_matrix() {
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let size = 1_000_000usize;
     let mut rng = Rng(8);
     let mut entries: Vec<(usize, usize)> = (0..100).map(|_| (rng.below(size), rng.below(size))).collect();

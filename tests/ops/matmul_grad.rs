@@ -1,5 +1,5 @@
 //! Gradients of the matmul family (docs/SPEC.md section 4): `gradcheck` (central differences in f64 on
-//! `Device::flex().autodiff()`) of every differentiable op on every layout of the sparse operand,
+//! the test device with autodiff, `common_ops::ad()`) of every differentiable op on every layout of the sparse operand,
 //! with respect to the sparse values (masked semantics: only stored values are perturbed) and the
 //! dense operands, including empty rows, uncoalesced COO, empty operands and batches; and the
 //! closed form of `mm`'s gradients (SDDMM over the pattern for the values, `Aᵀ W` for `X`).

@@ -55,7 +55,7 @@ fn host(t: Tensor<2>) -> Vec<f64> {
 /// `torch.Tensor([0, 0, 1, 1]).tile((128, 32)).half()` (the `.cuda()` dropped: this is the CPU).
 fn tiled(rows: usize, reps: usize, dtype: DType) -> Tensor<2> {
     let data: Vec<f64> = [0.0, 0.0, 1.0, 1.0].repeat(reps * rows);
-    dense(&data, [rows, 4 * reps], dtype, &Device::flex())
+    dense(&data, [rows, 4 * reps], dtype, &crate::common_ops::dev())
 }
 
 #[test]
@@ -92,7 +92,7 @@ fn reference_tiled_pattern_compresses_to_the_printed_values() {
 #[test]
 fn reference_mm_matches_dense_mm() {
     // a = tile((64, 16)).half(); b = rand(64, 64).half(); allclose(mm(a, b), mm(a_sparse, b)).
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let a = tiled(64, 16, DType::F16);
     let mut rng = Rng(7);
     let b: Vec<f64> = (0..64 * 64).map(|_| (rng.below(1000) as f64) / 1000.0).collect();
@@ -105,7 +105,7 @@ fn reference_mm_matches_dense_mm() {
 #[test]
 fn reference_linear_with_a_masked_weight() {
     // linear.weight = to_sparse_semi_structured(linear.weight.masked_fill(~mask, 0)).
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let mut rng = Rng(11);
     let input: Vec<f64> = (0..64 * 64).map(|_| rng.value()).collect();
     let weight: Vec<f64> = (0..64 * 64).map(|i| if i % 4 >= 2 { rng.value() } else { 0.0 }).collect();
@@ -119,7 +119,7 @@ fn reference_linear_with_a_masked_weight() {
 
 #[test]
 fn compression_ratios_follow_the_reference_formula() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let ratio = |dtype| to_sparse_semi_structured(tiled(32, 16, dtype)).unwrap().compression_ratio();
     assert_eq!(ratio(DType::F16), 0.5625);
     assert_eq!(ratio(DType::BF16), 0.5625);
@@ -135,7 +135,7 @@ fn compression_ratios_follow_the_reference_formula() {
 
 #[test]
 fn round_trips_for_every_dtype() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let mut rng = Rng(3);
     // Row lengths with a partial metadata word (20, 36) and whole words (64).
     for (rows, cols) in [(5, 20), (33, 64), (2, 36), (0, 8), (3, 0)] {
@@ -162,7 +162,7 @@ fn round_trips_for_every_dtype() {
 
 #[test]
 fn transpose_is_a_flag_and_densifies_transposed() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let d = patterned(8, 12, SemiPattern::TwoFour, &mut Rng(5));
     let t = dense(&d, [8, 12], DType::F32, &device);
     let s = SemiStructuredTensor::from_dense(t.clone(), SemiPattern::TwoFour).unwrap();
@@ -177,7 +177,7 @@ fn transpose_is_a_flag_and_densifies_transposed() {
 
 #[test]
 fn rejections_name_what_and_where() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     // Row 1, columns 4..7 hold three non-zeros.
     let mut d = vec![0.0; 2 * 8];
     d[8 + 4] = 1.0;
@@ -239,7 +239,7 @@ fn rejections_name_what_and_where() {
 /// Every op in every arrangement against burn's dense matmul on the densified operand.
 #[test]
 fn products_match_dense_matmul() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let mut rng = Rng(21);
     for dtype in [DType::F32, DType::F64] {
         for (rows, cols, n) in [(6, 12, 5), (40, 64, 70), (3, 20, 1), (0, 8, 3), (4, 8, 0), (300, 16, 9)] {
@@ -298,7 +298,7 @@ fn products_match_dense_matmul() {
 /// The 16-bit types accumulate in f32: an f16 product equals the f32 product rounded once.
 #[test]
 fn half_precision_products_accumulate_in_f32() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let mut rng = Rng(8);
     let d = patterned(16, 256, SemiPattern::TwoFour, &mut rng);
     let x: Vec<f64> = (0..256 * 8).map(|_| rng.value()).collect();
@@ -410,7 +410,7 @@ fn gradients_stay_on_the_pattern() {
 /// float operand, a mismatched shape and a transposed view are refused.
 #[test]
 fn i8_products_sum_in_i32() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (rows, cols, n) = (6, 24, 5);
     // Two kept per group of four, at positions that vary with the row; -128 and 127 included.
     let dense_a: Vec<i8> = (0..rows * cols)

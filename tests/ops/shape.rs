@@ -7,9 +7,10 @@
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use common_ops::{ad, check_sparse_grad, dev, flat, floats, halves_reversed, int_on, ints, Kind, Rng};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 use sparsegrad::sparse as sp;
 

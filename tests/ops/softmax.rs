@@ -8,9 +8,10 @@
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::tensor::{activation, DType, Device, Tensor, TensorData};
 use common_ops::{ad, assert_near, flat, floats, halves_reversed, ints, numel, Kind, Rng};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 use sparsegrad::sparse as sp;
 
@@ -68,6 +69,8 @@ fn reference<const D: usize>(s: &SparseTensor<D>, dim: usize, log: bool) -> Vec<
             stored[key * item + t] = true;
         }
     }
+    // On the host: the reference does not depend on the device under test (f64 exp on a wgpu
+    // device is not exact).
     let t = Tensor::<D>::from_data(TensorData::new(full, shape), (&Device::flex(), DType::F64));
     let r = if log { activation::log_softmax(t, dim) } else { activation::softmax(t, dim) };
     floats(r).into_iter().zip(stored).map(|(v, s)| if s { v } else { 0.0 }).collect()
@@ -97,7 +100,7 @@ fn matrices_on_every_layout_and_dim() {
     let data = pattern_data(&[6, 6], 2, 0.5, &mut rng);
     for dtype in [DType::F32, DType::F64] {
         for kind in KINDS {
-            let s = make::<2, 1>(&data, [6, 6], kind, 0, dtype, &Device::flex());
+            let s = make::<2, 1>(&data, [6, 6], kind, 0, dtype, &crate::common_ops::dev());
             for dim in 0..2 {
                 check(&s, dim, &format!("{kind:?} {dtype:?}"));
             }
@@ -108,7 +111,7 @@ fn matrices_on_every_layout_and_dim() {
 /// torch's own example shape: `[[1, _, 2], [_, _, _], [3, 4, _]]` along both dims, by hand.
 #[test]
 fn a_small_matrix_by_hand() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let d = Tensor::<2>::from_data(
         TensorData::new(vec![1.0f64, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 4.0, 0.0], [3, 3]),
         (&device, DType::F64),
@@ -133,7 +136,7 @@ fn higher_rank_coo_and_hybrid_values() {
         // Three sparse dims: every dim groups differently (storage order only for the last).
         let data = pattern_data(&[4, 5, 3], 3, 0.4, &mut rng);
         for kind in [Kind::Coo, Kind::CooDup] {
-            let s = make::<3, 1>(&data, [4, 5, 3], kind, 0, dtype, &Device::flex());
+            let s = make::<3, 1>(&data, [4, 5, 3], kind, 0, dtype, &crate::common_ops::dev());
             for dim in 0..3 {
                 check(&s, dim, &format!("3-sparse {kind:?} {dtype:?}"));
             }
@@ -142,7 +145,7 @@ fn higher_rank_coo_and_hybrid_values() {
         // plain softmax of each item along 2.
         let data = pattern_data(&[5, 4, 3], 2, 0.5, &mut rng);
         for kind in [Kind::Coo, Kind::CooDup, Kind::Csr, Kind::Csc, Kind::Bsr([1, 2])] {
-            let s = make::<3, 2>(&data, [5, 4, 3], kind, 1, dtype, &Device::flex());
+            let s = make::<3, 2>(&data, [5, 4, 3], kind, 1, dtype, &crate::common_ops::dev());
             for dim in 0..3 {
                 check(&s, dim, &format!("hybrid {kind:?} {dtype:?}"));
             }
@@ -158,7 +161,7 @@ fn batched_compressed_tensors() {
     let data: Vec<f64> = one.iter().chain(&one).enumerate().map(|(i, &v)| if i >= 20 { v * 1.5 } else { v }).collect();
     for dtype in [DType::F32, DType::F64] {
         for kind in [Kind::Csr, Kind::Csc, Kind::Coo] {
-            let s = make::<3, 1>(&data, [2, 4, 5], kind, 0, dtype, &Device::flex());
+            let s = make::<3, 1>(&data, [2, 4, 5], kind, 0, dtype, &crate::common_ops::dev());
             for dim in 0..3 {
                 check(&s, dim, &format!("batched {kind:?} {dtype:?}"));
             }
@@ -169,8 +172,8 @@ fn batched_compressed_tensors() {
 #[test]
 fn empty_tensors_and_empty_slices() {
     for dtype in [DType::F32, DType::F64] {
-        let e = SparseTensor::<2>::empty_with([3, 4], 2, DType::I64, dtype, &Device::flex()).unwrap();
-        let h = SparseTensor::<3>::empty_with([3, 4, 2], 2, DType::I32, dtype, &Device::flex()).unwrap();
+        let e = SparseTensor::<2>::empty_with([3, 4], 2, DType::I64, dtype, &crate::common_ops::dev()).unwrap();
+        let h = SparseTensor::<3>::empty_with([3, 4, 2], 2, DType::I32, dtype, &crate::common_ops::dev()).unwrap();
         for dim in 0..2 {
             let y = sp::softmax(&e, dim);
             assert_eq!((y.nnz(), y.shape(), y.dtype()), (0, [3, 4], dtype));
@@ -180,9 +183,9 @@ fn empty_tensors_and_empty_slices() {
         }
         assert_eq!(sp::softmax(&h, 2).nnz(), 0);
         // Zero-size dims.
-        let z = SparseTensor::<2>::empty_with([0, 4], 2, DType::I64, dtype, &Device::flex()).unwrap();
+        let z = SparseTensor::<2>::empty_with([0, 4], 2, DType::I64, dtype, &crate::common_ops::dev()).unwrap();
         assert_eq!(sp::softmax(&z, 1).shape(), [0, 4]);
-        let zb = Tensor::<3>::zeros([0, 4, 5], (&Device::flex(), dtype)).to_sparse_csr().unwrap();
+        let zb = Tensor::<3>::zeros([0, 4, 5], (&crate::common_ops::dev(), dtype)).to_sparse_csr().unwrap();
         for dim in 0..3 {
             assert_eq!(sp::softmax(&zb, dim).shape(), [0, 4, 5]);
         }
@@ -190,7 +193,7 @@ fn empty_tensors_and_empty_slices() {
     // A row and a column without entries stay empty (pattern_data empties row 1 and column 2).
     let mut rng = Rng(4);
     let data = pattern_data(&[5, 5], 2, 0.9, &mut rng);
-    let s = make::<2, 1>(&data, [5, 5], Kind::Csr, 0, DType::F64, &Device::flex());
+    let s = make::<2, 1>(&data, [5, 5], Kind::Csr, 0, DType::F64, &crate::common_ops::dev());
     for dim in 0..2 {
         let d = floats(sp::softmax(&s, dim).to_dense());
         assert!(d[5..10].iter().all(|&v| v == 0.0), "row 1 stays empty");
@@ -218,7 +221,7 @@ fn large_inputs_run_in_parallel_blocks() {
         }
     }
     for kind in [Kind::Coo, Kind::Csr] {
-        let s = make::<2, 1>(&data, shape, kind, 0, DType::F32, &Device::flex());
+        let s = make::<2, 1>(&data, shape, kind, 0, DType::F32, &crate::common_ops::dev());
         assert!(s.nnz() > 70_000);
         for dim in 0..2 {
             check(&s, dim, &format!("large {kind:?}"));
@@ -228,7 +231,7 @@ fn large_inputs_run_in_parallel_blocks() {
 
 #[test]
 fn bad_dims_are_errors() {
-    let s = SparseTensor::<2>::empty([3, 4], &Device::flex());
+    let s = SparseTensor::<2>::empty([3, 4], &crate::common_ops::dev());
     let err = sp::try_softmax(&s, 2).unwrap_err();
     assert!(err.to_string().contains("dim 2 out of range"), "{err}");
     assert!(sp::try_log_softmax(&s, 5).is_err());

@@ -5,9 +5,10 @@
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::tensor::{DType, Tensor};
 use common_ops::*;
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::prelude::*;
 
 /// torch's `torch.arange(9).reshape(3, 3)`, as floats.
