@@ -21,7 +21,7 @@ fn values(s: &SparseTensor<2>) -> Vec<f32> {
 #[test]
 fn masks_come_from_the_seeded_device_generator() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let s = twos(&device);
     device.seed(7);
     let a = sparse_dropout(&s, 0.25);
@@ -51,7 +51,7 @@ fn masks_come_from_the_seeded_device_generator() {
 #[test]
 fn gradients_reach_the_kept_values_only() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     device.seed(11);
     let s = twos(&device).require_grad();
     let d = sparse_dropout(&s, 0.5);
@@ -68,9 +68,9 @@ fn gradients_reach_the_kept_values_only() {
 fn the_layer_drops_only_while_training() {
     let _serial = crate::common_ops::serial();
     let layer = SparseDropoutConfig::new(0.5).init();
-    let plain = Device::flex();
+    let plain = crate::common_ops::dev();
     assert_eq!(values(&layer.forward(&twos(&plain))), vec![2.0; 1000], "no autodiff: identity");
-    let ad = Device::flex().autodiff();
+    let ad = crate::common_ops::ad();
     ad.seed(5);
     let dropped = values(&layer.forward(&twos(&ad)));
     assert!(dropped.contains(&0.0) && dropped.contains(&4.0), "autodiff device: dropped and scaled");
@@ -79,7 +79,7 @@ fn the_layer_drops_only_while_training() {
 #[test]
 fn gat_attention_dropout_is_off_under_valid() {
     let _serial = crate::common_ops::serial();
-    let ad = Device::flex().autodiff();
+    let ad = crate::common_ops::ad();
     ad.seed(2);
     let g = Planetoid::karate(concat!(env!("CARGO_MANIFEST_DIR"), "/data/karate")).expect("data/karate");
     let config = GatConvConfig::new(34, 4).with_heads(2).with_dropout(0.6);
@@ -93,7 +93,7 @@ fn gat_attention_dropout_is_off_under_valid() {
 
     // The same parameters without dropout, and the layer under valid(): equal outputs.
     let valid = layer.valid();
-    let plain = Device::flex();
+    let plain = crate::common_ops::dev();
     let adj = adjacency_with_self_loops(&g.edges, g.nodes, &plain).unwrap();
     let no_dropout =
         sparsegrad::nn::GatConv { attention_dropout: SparseDropoutConfig::new(0.0).init(), ..valid.clone() };

@@ -12,7 +12,7 @@ use sparsegrad::nn::{
 use sparsegrad::prelude::*;
 
 fn dev() -> Device {
-    Device::flex()
+    crate::common_ops::dev()
 }
 
 fn edges(sources: &[i64], targets: &[i64]) -> Tensor<2, Int> {
@@ -113,7 +113,7 @@ fn gcn_norm_of_a_directed_weighted_graph() {
 
 #[test]
 fn gradients_reach_the_edge_weights() {
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let ei = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 0, 1, 1, 2, 2], [2, 3]), (&device, DType::I64));
     let w = Tensor::<1>::from_data(TensorData::new(vec![1.0f64, 2.0, 3.0], [3]), (&device, DType::F64)).require_grad();
     let (e, norm) = gcn_norm_edge_index(&ei, Some(&w), 3, GcnNormOptions::default()).unwrap();

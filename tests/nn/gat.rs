@@ -2,11 +2,12 @@
 //! -inf off the pattern, row softmax, dense product), gradcheck w.r.t. the weight, the attention
 //! vectors and the input features, and a short training run that must fit every node.
 
+use crate::common_ops::gradcheck;
 use burn::module::{Module, Param, ParamId};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{activation, DType, Device, Int, Tensor, TensorData};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::{adjacency_with_self_loops, GatConv, GatConvConfig, Planetoid};
 use sparsegrad::prelude::*;
 
@@ -106,7 +107,7 @@ fn params(d_in: usize, f: usize, heads: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>,
 #[test]
 fn forward_matches_dense_attention() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let g = karate();
     let adj = pattern_f64(&g, &device);
     let (d_in, f, heads) = (5, 3, 2);
@@ -149,7 +150,7 @@ fn forward_matches_dense_attention() {
 #[test]
 fn gradcheck_weight_attention_and_features() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let g = karate();
     let adj = pattern_f64(&g, &device);
     let (d_in, f, heads) = (3, 2, 2);
@@ -190,7 +191,7 @@ struct TwoLayer {
 #[test]
 fn short_training_fits_every_node() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     device.seed(3);
     let g = karate();
     let adj = adjacency_with_self_loops(&g.edges, g.nodes, &device).unwrap();

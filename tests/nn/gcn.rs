@@ -2,11 +2,12 @@
 //! layer w.r.t. its weight and its input features, and a short full-supervision training run that
 //! must fit every node (it cannot if the gradients are wrong).
 
+use crate::common_ops::gradcheck;
 use burn::module::{Module, Param, ParamId};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{activation::relu, DType, Device, Int, Tensor, TensorData};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::{gcn_norm, GcnConv, GcnConvConfig, Planetoid};
 use sparsegrad::prelude::*;
 
@@ -55,7 +56,7 @@ fn karate_graph_loads() {
 #[test]
 fn forward_matches_dense_formula() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let g = karate();
     let adj = as_f64(&gcn_norm(&g.edges, g.nodes, &device).unwrap(), &device);
     assert_eq!(adj.nnz(), 2 * 78 + 34);
@@ -88,7 +89,7 @@ fn forward_matches_dense_formula() {
 #[test]
 fn gradcheck_layer_weight_and_features() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let g = karate();
     let adj = as_f64(&gcn_norm(&g.edges, g.nodes, &device).unwrap(), &device);
     let w = f64s((0..8).map(|i| (i as f64 - 3.5) / 4.0).collect(), [4, 2], &device);
@@ -137,7 +138,7 @@ struct TwoLayer {
 #[test]
 fn short_training_fits_every_node() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     device.seed(7);
     let g = karate();
     let adj = gcn_norm(&g.edges, g.nodes, &device).unwrap();

@@ -5,10 +5,11 @@
 //! w.r.t. the features and the parameters; and both layers trained on the karate club from its
 //! `edge_index`.
 
+use crate::common_ops::gradcheck;
 use burn::module::{Param, ParamId};
 use burn::nn::Linear;
 use burn::tensor::{activation::relu, DType, Device, Int, Tensor, TensorData};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::{
     gcn_norm_edge_index, to_propagation_matrix, Aggregation, AppnpPropagationConfig, GcnNormOptions, GinConv,
     GinConvConfig, GinMlp, GraphConv, GraphConvConfig, SageConv, SageConvConfig,
@@ -106,7 +107,7 @@ fn sage(aggr: Aggregation, root: bool, device: &Device) -> SageConv {
 
 #[test]
 fn sage_conv_matches_dense() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (a, a01, x) = (adj(false, &device), dense_adj(false, &device), features(3, &device));
     let (wl, wr, b) = (weight(3, 2, 0, &device), weight(3, 2, 5, &device), bias(2, &device).unsqueeze::<2>());
     let deg = a01.clone().sum_dim(1).clamp_min(1.0);
@@ -133,7 +134,7 @@ fn sage_conv_matches_dense() {
 
 #[test]
 fn sage_conv_on_sparse_features_matches_dense_features() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let a = adj(false, &device);
     // Features with zeros, as bag-of-words are, stored CSR and COO, and uncoalesced.
     let x = features(3, &device).clamp_min(0.0);
@@ -163,7 +164,7 @@ fn gin(eps: Option<Tensor<1>>, device: &Device) -> GinConv<GinMlp> {
 
 #[test]
 fn gin_conv_matches_dense() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (a, a01, x) = (adj(false, &device), dense_adj(false, &device), features(3, &device));
     let h = x.clone() * 1.3 + a01.matmul(x.clone());
     let mlp = |h: Tensor<2>| {
@@ -184,7 +185,7 @@ fn gin_conv_matches_dense() {
 
 #[test]
 fn graph_conv_matches_dense() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (a, aw, x) = (adj(true, &device), dense_adj(true, &device), features(3, &device));
     let layer = |aggr| GraphConv {
         lin_rel: linear(weight(3, 2, 3, &device), Some(bias(2, &device))),
@@ -204,7 +205,7 @@ fn graph_conv_matches_dense() {
 
 #[test]
 fn appnp_matches_dense() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let ones = f64s(vec![1.0; EDGES.len()], [EDGES.len()], &device);
     let (e, norm) = gcn_norm_edge_index(&edge_index(&device), Some(&ones), N, GcnNormOptions::default()).unwrap();
     let a = to_propagation_matrix(&e, Some(&norm), N).unwrap();
@@ -224,7 +225,7 @@ fn appnp_matches_dense() {
 
 #[test]
 fn gradcheck_sage_max_and_gin() {
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let a = adj(false, &device);
     let x = features(3, &device);
     let (wl, wr) = (weight(3, 2, 0, &device), weight(3, 2, 5, &device));
@@ -283,7 +284,7 @@ fn sage_and_gin_train_on_karate() {
     use burn::nn::loss::CrossEntropyLossConfig;
     use burn::optim::{AdamConfig, GradientsParams};
     let _serial = crate::common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     device.seed(11);
     let g = sparsegrad::nn::Planetoid::karate(concat!(env!("CARGO_MANIFEST_DIR"), "/data/karate")).unwrap();
     let (s, t): (Vec<i64>, Vec<i64>) = g.edges.iter().map(|&(u, v)| (u as i64, v as i64)).unzip();

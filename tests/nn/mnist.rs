@@ -1,7 +1,6 @@
 //! The MNIST files shipped in `data/mnist/`: split sizes, the first labels and the class counts
 //! everyone quotes, the pixel range, and the tensors handed to a model.
 
-use burn::tensor::Device;
 use sparsegrad::nn::Mnist;
 
 #[test]
@@ -21,7 +20,7 @@ fn mnist_loads_with_known_labels_counts_and_pixels() {
     assert!(first[..28].iter().all(|&p| p == 0));
     assert!(first.iter().filter(|&&p| p > 0).count() > 100);
 
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (x, y) = m.test.batch(&[0, 1, 2, 9999], &device);
     assert_eq!(x.dims(), [4, 784]);
     let v: Vec<f32> = x.into_data().try_to_vec().unwrap();

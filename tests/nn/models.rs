@@ -2,11 +2,12 @@
 //! by hand with burn's dense ops), GAT's attention weights, gradients through edge weights, and
 //! the reusable `models::Gcn` / `models::Gat` against their layers composed by hand.
 
+use crate::common_ops::gradcheck;
 use crate::common_ops::{floats, serial};
 use burn::module::{Module, Param, ParamId};
 use burn::tensor::activation::{elu, relu};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::models::{GatConfig, GcnConfig};
 use sparsegrad::nn::{adjacency_with_self_loops, GatConvConfig, GcnConv, GcnConvConfig, Planetoid};
 use sparsegrad::prelude::*;
@@ -61,7 +62,7 @@ fn dense_gcn(n: usize, loops: Option<f64>, normalize: bool) -> Vec<f64> {
 #[test]
 fn gcn_conv_options_on_edge_index_match_dense_references() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let n = 4;
     let ei = edge_index(&SRC, &DST, &device);
     let w = f64t(W.to_vec(), [6], &device);
@@ -95,7 +96,7 @@ fn gcn_conv_options_on_edge_index_match_dense_references() {
 #[test]
 fn gcn_conv_gradcheck_through_edge_weights() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let x = f64t((0..12).map(|i| (i as f64 * 0.61).cos()).collect(), [4, 3], &device);
     let w = f64t(W.to_vec(), [6], &device);
     let report = gradcheck(
@@ -119,7 +120,7 @@ fn gcn_conv_gradcheck_through_edge_weights() {
 #[test]
 fn gat_conv_pattern_and_attention_weights() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let g = Planetoid::karate(concat!(env!("CARGO_MANIFEST_DIR"), "/data/karate")).expect("data/karate");
     // Both directions of every edge, plus a stray self loop that must not count twice.
     let (mut s, mut t): (Vec<i64>, Vec<i64>) = g.edges.iter().map(|&(u, v)| (u as i64, v as i64)).unzip();
@@ -170,7 +171,7 @@ fn gat_conv_pattern_and_attention_weights() {
 #[test]
 fn models_compose_their_layers_and_refuse_bad_configs() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let adj = sparsegrad::nn::gcn_norm(&[(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], 4, &device).unwrap();
     let x = Tensor::<2>::from_data(
         TensorData::new((0..20).map(|i| (i as f32 * 0.3).sin()).collect::<Vec<_>>(), [4, 5]),
@@ -214,7 +215,7 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
         assert!(e.contains("num_layers") || e.contains("dropout") || e.contains("heads"), "{what}: {e}");
     }
     // Dropout acts while training: two forward passes on an autodiff device differ.
-    let ad = Device::flex().autodiff();
+    let ad = crate::common_ops::ad();
     ad.seed(3);
     let gcn = GcnConfig::new(5, 3).init(&ad).unwrap();
     let (x_ad, adj_ad) = (x.clone().to_device(&ad), adj.to_device(&ad));

@@ -9,7 +9,7 @@ use sparsegrad::nn::{cluster_subgraph, partition_graph, to_propagation_matrix, t
 use sparsegrad::prelude::*;
 
 fn dev() -> Device {
-    Device::flex()
+    crate::common_ops::dev()
 }
 
 fn graph(edges: &[(usize, usize)], n: usize) -> SparseTensor<2> {
@@ -89,7 +89,7 @@ fn karate_and_cora_partitions_cut_few_edges() {
 
 #[test]
 fn cluster_subgraph_is_the_induced_submatrix() {
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     // A weighted directed matrix [5, 5].
     let dense: Vec<f64> = (0..25).map(|i| if i % 3 == 0 { i as f64 + 1.0 } else { 0.0 }).collect();
     let a = Tensor::<2>::from_data(TensorData::new(dense, [5, 5]), (&device, DType::F64));

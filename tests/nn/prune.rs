@@ -2,14 +2,14 @@
 //! their error paths, and properties on pseudo-random weights (exactly n kept per group, the
 //! kept entries are the largest, the CSR form holds the same entries).
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
 use sparsegrad::nn::{
     density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitude, prune_magnitude_csr, prune_n_m,
 };
 use sparsegrad::prelude::*;
 
 fn t(v: Vec<f32>, shape: [usize; 2]) -> Tensor<2> {
-    Tensor::from_data(TensorData::new(v, shape), &Device::flex())
+    Tensor::from_data(TensorData::new(v, shape), &crate::common_ops::dev())
 }
 
 fn vals(t: Tensor<2>) -> Vec<f32> {
@@ -42,7 +42,7 @@ fn two_four_hand_example() {
         vals(prune_2_4(w.clone()).unwrap()),
         vec![0.0, -3.0, 2.0, 0.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0, 0.0, 2.0, -3.0, 0.0]
     );
-    let mask = n_m_mask(&w, 2, 4).unwrap().into_data().try_to_vec::<bool>().unwrap();
+    let mask = n_m_mask(&w, 2, 4).unwrap().int().into_data().iter::<i64>().map(|v| v != 0).collect::<Vec<bool>>();
     assert_eq!(
         mask,
         vec![false, true, true, false, true, true, false, false, true, false, false, true, false, true, true, false]
@@ -102,7 +102,7 @@ fn magnitude_hand_example_and_ties() {
     let ties = t(vec![-1.0, 1.0, 1.0, -1.0], [2, 2]);
     assert_eq!(vals(prune_magnitude(ties.clone(), 0.5).unwrap()), vec![-1.0, 1.0, 0.0, 0.0]);
     assert_eq!(
-        magnitude_mask(&ties, 0.75).unwrap().into_data().try_to_vec::<bool>().unwrap(),
+        magnitude_mask(&ties, 0.75).unwrap().int().into_data().iter::<i64>().map(|v| v != 0).collect::<Vec<bool>>(),
         vec![true, true, true, false]
     );
 }
@@ -159,7 +159,7 @@ fn magnitude_csr_counts_kept_zeros() {
 #[test]
 fn pruned_weights_get_gradients_at_kept_entries_only() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let w = Tensor::<2>::from_data(TensorData::new(vec![0.1f32, -5.0, 3.0, 2.0, -0.2, 4.0, 1.0, 1.5], [2, 4]), &device)
         .require_grad();
     let g = prune_2_4(w.clone()).unwrap().sum().backward();

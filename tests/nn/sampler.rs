@@ -10,7 +10,7 @@ use sparsegrad::nn::{
 use sparsegrad::prelude::*;
 
 fn dev() -> Device {
-    Device::flex()
+    crate::common_ops::dev()
 }
 
 fn edge_index(sources: &[i64], targets: &[i64]) -> Tensor<2, Int> {

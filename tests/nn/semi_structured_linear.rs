@@ -6,12 +6,13 @@
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::module::{Module, Param, ParamId};
 use burn::nn::LinearConfig;
 use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use common_ops::{assert_close_f32, f32s, input, train, Net};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_2_4, SemiStructuredLinear, SemiStructuredLinearConfig};
 use sparsegrad::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -35,7 +36,7 @@ fn assert_groups_at_most(w: Tensor<2>, limit: usize) {
 #[test]
 fn from_linear_is_the_pruned_dense_layer() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     // 300 inputs: a partial metadata word (300 = 18 * 16 + 12).
     let dense = LinearConfig::new(300, 7).init(&device);
     let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
@@ -58,7 +59,7 @@ fn from_linear_is_the_pruned_dense_layer() {
 #[test]
 fn errors_name_the_problem() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let err = SemiStructuredLinearConfig::new(6, 3).try_init(&device).unwrap_err();
     assert!(err.to_string().contains("not a multiple of the group size m = 4"), "{err}");
     let layer = SemiStructuredLinearConfig::new(8, 3).init(&device);
@@ -73,7 +74,7 @@ fn errors_name_the_problem() {
 #[test]
 fn gradcheck_values_bias_and_input() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let dense = LinearConfig::new(8, 3).init(&device);
     let layer = SemiStructuredLinear::from_linear(&dense).unwrap();
     let values: Vec<f64> = layer.values.val().into_data().iter::<f64>().collect();
@@ -104,7 +105,7 @@ fn gradcheck_values_bias_and_input() {
 #[test]
 fn adam_training_stays_two_four_and_lowers_the_loss() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     device.seed(5);
     let init = || Net {
         l0: SemiStructuredLinearConfig::new(20, 16).init(&device),
@@ -127,7 +128,7 @@ fn adam_training_stays_two_four_and_lowers_the_loss() {
 #[test]
 fn record_round_trip_restores_metadata_values_and_outputs() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let config = SemiStructuredLinearConfig::new(40, 6);
     device.seed(1);
     let layer = config.init(&device);
@@ -186,7 +187,7 @@ const OP: &str = "SemiStructuredTensor::from_parts";
 #[test]
 fn tampered_metadata_is_refused_naming_the_word() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = small_layer(&device);
     assert_eq!(layer.metadata.val().dims(), [3, 1]);
     let x = input(2, 8, &device);
@@ -228,7 +229,7 @@ fn tampered_metadata_is_refused_naming_the_word() {
 )]
 fn load_record_panics_on_tampered_metadata() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = small_layer(&device);
     let _ = layer.clone().load_record(record_of(&tampered(&layer, 0, 0x0045)));
 }
@@ -237,7 +238,7 @@ fn load_record_panics_on_tampered_metadata() {
 fn tampered_metadata_inside_a_module_fails_on_first_use() {
     let _serial = crate::common_ops::serial();
     // Loaded through `map`, which cannot fail: the first forward stops with the violation.
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     device.seed(4);
     let good = Net {
         l0: SemiStructuredLinearConfig::new(8, 4).init(&device),
@@ -266,7 +267,7 @@ fn tampered_metadata_inside_a_module_fails_on_first_use() {
 #[test]
 fn display_lists_the_parameters() {
     let _serial = crate::common_ops::serial();
-    let layer = small_layer(&Device::flex());
+    let layer = small_layer(&crate::common_ops::dev());
     let text = layer.to_string();
     for part in [
         "SemiStructuredLinear {",

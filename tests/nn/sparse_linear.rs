@@ -6,12 +6,13 @@
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::module::{Module, Param, ParamId};
 use burn::nn::LinearConfig;
 use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use common_ops::{assert_close_f32, f32s, input, ints, train, Net};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_magnitude, SparseLinear, SparseLinearConfig};
 use sparsegrad::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -29,7 +30,7 @@ fn dense_reference(layer: &SparseLinear, x: Tensor<2>) -> Tensor<2> {
 #[test]
 fn density_fixes_the_count_and_seed_the_pattern() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let config = SparseLinearConfig::new(37, 11).with_density(0.2).with_seed(Some(3));
     let layer = config.init(&device);
     // round(0.2 * 407) = 81.
@@ -60,7 +61,7 @@ fn density_fixes_the_count_and_seed_the_pattern() {
 #[test]
 fn forward_matches_dense_reference() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = SparseLinearConfig::new(24, 9).with_density(0.3).with_seed(Some(1)).init(&device);
     let x = input(7, 24, &device);
     let expected = f32s(dense_reference(&layer, x.clone()));
@@ -80,7 +81,7 @@ fn forward_matches_dense_reference() {
 #[should_panic(expected = "does not end in d_input = 24")]
 fn forward_names_a_wrong_input_width() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = SparseLinearConfig::new(24, 9).with_seed(Some(1)).init(&device);
     let _ = layer.forward(input(3, 25, &device));
 }
@@ -88,7 +89,7 @@ fn forward_names_a_wrong_input_width() {
 #[test]
 fn built_from_patterns_weights_and_dense_layers() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let dense =
         Tensor::<2>::from_data(TensorData::new(vec![0.0f32, 2.0, 0.0, -1.0, 0.0, 0.0, 3.0, 0.0], [2, 4]), &device);
     // A given pattern: its entries, fresh values.
@@ -119,7 +120,7 @@ fn built_from_patterns_weights_and_dense_layers() {
 #[test]
 fn gradcheck_values_bias_and_input() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let dense = Tensor::<2>::from_data(
         TensorData::new(
             vec![0.5f64, 0.0, -1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5, -0.5, 0.0, 0.0, 0.0, 0.75],
@@ -155,7 +156,7 @@ fn gradcheck_values_bias_and_input() {
 #[test]
 fn adam_training_keeps_the_pattern_and_lowers_the_loss() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let init = |seed| Net {
         l0: SparseLinearConfig::new(20, 16).with_density(0.3).with_seed(Some(seed)).init(&device),
         l1: SparseLinearConfig::new(16, 3).with_density(0.5).with_seed(Some(seed + 1)).init(&device),
@@ -177,7 +178,7 @@ fn adam_training_keeps_the_pattern_and_lowers_the_loss() {
 #[test]
 fn record_round_trip_restores_pattern_values_and_outputs() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let config = SparseLinearConfig::new(30, 8).with_density(0.25).with_seed(Some(7));
     let layer = config.init(&device);
     let x = input(5, 30, &device);
@@ -222,7 +223,7 @@ fn positions(layer: &SparseLinear) -> Vec<usize> {
 #[test]
 fn a_huge_very_sparse_layer_draws_only_its_entries() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     // 10^12 weight positions, 1000 kept: drawing anything per position would take terabytes.
     let start = Instant::now();
     let layer = SparseLinearConfig::new(1_000_000, 1_000_000).with_density(1e-9).with_seed(Some(11)).init(&device);
@@ -246,7 +247,7 @@ fn a_huge_very_sparse_layer_draws_only_its_entries() {
 #[test]
 fn dense_and_edge_densities_keep_the_exact_count() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     // 13 x 7 = 91 positions. Above one half the left-out positions are drawn instead.
     for (density, nnz) in [(0.0, 0), (0.3, 27), (0.5, 46), (0.9, 82), (1.0, 91)] {
         let layer = SparseLinearConfig::new(7, 13).with_density(density).with_seed(Some(5)).init(&device);
@@ -266,7 +267,7 @@ fn dense_and_edge_densities_keep_the_exact_count() {
 #[test]
 fn sizes_that_cannot_be_counted_or_allocated_are_errors() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let e = SparseLinearConfig::new(usize::MAX, 2).try_init(&device).unwrap_err();
     assert_eq!(e, SparseError::ElementCountOverflow { shape: vec![2, usize::MAX] });
     // 2^63 elements: more than an i64 counts.
@@ -284,7 +285,7 @@ fn sizes_that_cannot_be_counted_or_allocated_are_errors() {
 #[test]
 fn random_patterns_are_uniform() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     // 8 x 16 = 128 positions, 32 kept (drawn) or 96 kept (the 32 left out drawn), 3000 seeds.
     // Each position is kept with probability k / 128; a row's count is hypergeometric with
     // variance k (16/128) (112/128) (128 - k)/127 = 2.6457 for both.
@@ -389,7 +390,7 @@ const TAMPERED: [Tampering; 6] = [
 #[test]
 fn tampered_records_are_refused_naming_the_violation() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = small_layer(&device);
     let x = input(2, 4, &device);
     for (crow, col, violation) in TAMPERED {
@@ -435,7 +436,7 @@ fn tampered_records_are_refused_naming_the_violation() {
 )]
 fn load_record_panics_on_a_tampered_record() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = small_layer(&device);
     let _ = layer.clone().load_record(record_of(&tampered(&layer, Some(&[0, 3, 2, 5]), None)));
 }
@@ -443,7 +444,7 @@ fn load_record_panics_on_a_tampered_record() {
 #[test]
 fn tampered_files_are_refused() {
     let _serial = crate::common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = small_layer(&device);
     let path = std::env::temp_dir().join(format!("sparsegrad-sparse-linear-tampered-{}.bpk", std::process::id()));
     tampered(&layer, None, Some(&[0, 2, 3, 0, 4])).save_file(&path).unwrap();
@@ -463,7 +464,7 @@ fn a_tampered_layer_inside_a_module_fails_on_first_use() {
     let _serial = crate::common_ops::serial();
     // A module holding the layer loads it through `map`, which cannot fail: the load goes
     // through, and the weight's check stops the first forward with the violation.
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let layer = small_layer(&device);
     let good = Net { l0: layer.clone(), l1: SparseLinear::from_weight(&layer.weight().t(), None).unwrap() };
     let bad = Net { l0: tampered(&layer, Some(&[0, 3, 2, 5]), None), ..good.clone() };
@@ -483,7 +484,7 @@ fn a_tampered_layer_inside_a_module_fails_on_first_use() {
 #[test]
 fn display_lists_the_parameters() {
     let _serial = crate::common_ops::serial();
-    let layer = small_layer(&Device::flex());
+    let layer = small_layer(&crate::common_ops::dev());
     let text = layer.to_string();
     for part in [
         "SparseLinear {",

@@ -47,7 +47,7 @@ fn model(layout: Layout, k: f32, trainable: bool, device: &Device) -> Model {
 
 #[test]
 fn records_round_trip_on_every_layout() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     for layout in [Layout::Coo, Layout::Csr, Layout::Csc, Layout::Bsr] {
         let m = model(layout, 1.0, true, &device);
         let expected = dense(&m.adjacency.tensor().unwrap());
@@ -73,7 +73,7 @@ fn records_round_trip_on_every_layout() {
 
 #[test]
 fn loading_checks_the_pattern() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let good = model(Layout::Csr, 1.0, true, &device);
     // A tensor of the same structure whose column index 4 is outside the 4 columns.
     let bad = SparseTensor::csr_unchecked(
@@ -103,7 +103,7 @@ fn loading_checks_the_pattern() {
 
 #[test]
 fn values_train_and_frozen_ones_do_not() {
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     for trainable in [true, false] {
         let m = model(Layout::Csr, 1.0, trainable, &device);
         let t = m.adjacency.tensor().unwrap();

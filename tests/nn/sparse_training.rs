@@ -42,7 +42,7 @@ fn entries(layer: &SparseLinear) -> Vec<(usize, f32)> {
 #[test]
 fn rewire_drops_grows_and_keeps_values() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     // 3 x 4, entries at 1, 2, 4, 7, 9, 11 with values 1..=6.
     let layer = layer_at(3, 4, &[1, 2, 4, 7, 9, 11], &device);
     let id = layer.values.id;
@@ -70,7 +70,7 @@ fn rewire_drops_grows_and_keeps_values() {
 #[test]
 fn rewire_refuses_bad_requests_by_name() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let layer = layer_at(3, 4, &[1, 2, 4, 7, 9, 11], &device);
     let msg = |drop: &[usize], grow: &[usize], init: Option<Tensor<1>>| {
         layer.rewire(drop, grow, init).map(|_| ()).unwrap_err().to_string()
@@ -124,7 +124,7 @@ fn problem(device: &Device) -> (Tensor<2>, Tensor<2>) {
 #[test]
 fn surgery_carries_adam_moments_exactly() {
     let _serial = serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let (x, target) = problem(&device);
     let layer = SparseLinearConfig::new(12, 8).with_density(0.3).with_seed(Some(5)).init(&device);
     let mut optim = AdamConfig::new().init();
@@ -165,7 +165,7 @@ fn surgery_carries_adam_moments_exactly() {
 #[test]
 fn growing_zeros_matches_a_run_without_surgery() {
     let _serial = serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let (x, target) = problem(&device);
     let layer = SparseLinearConfig::new(12, 8).with_density(0.3).with_seed(Some(9)).init(&device);
     let run = |surgery: bool| {
@@ -204,7 +204,7 @@ struct Two {
 #[test]
 fn records_of_rewired_models_load() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let config_a = SparseLinearConfig::new(10, 6).with_density(0.5).with_seed(Some(1));
     let config_b = SparseLinearConfig::new(6, 3).with_density(0.5).with_seed(Some(2));
     let model = Two { a: config_a.init(&device), b: config_b.init(&device) };
@@ -228,7 +228,7 @@ fn records_of_rewired_models_load() {
 #[test]
 fn gmp_follows_its_cubic_and_drops_the_smallest() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let gmp = GradualMagnitudePruning::new(0.9, 100, 500).with_frequency(50);
     for (t, s) in
         [(0, 0.0), (100, 0.0), (200, 0.9 - 0.9 * 0.75f64.powi(3)), (300, 0.9 - 0.9 * 0.125), (500, 0.9), (900, 0.9)]
@@ -259,7 +259,7 @@ fn gmp_follows_its_cubic_and_drops_the_smallest() {
 #[test]
 fn set_replaces_the_smallest_at_free_positions() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     for density in [0.1, 0.8] {
         let layer = SparseLinearConfig::new(20, 10).with_density(density).with_seed(Some(4)).init(&device);
         let mut set = SetConfig::new().with_seed(7).init().unwrap();
@@ -291,7 +291,7 @@ fn set_replaces_the_smallest_at_free_positions() {
 #[test]
 fn set_on_the_cosine_schedule_replaces_the_scheduled_fraction() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let schedule = DropSchedule::new(1000).with_drop_fraction(0.4).with_update_interval(100);
     // f_t = 0.4 / 2 (1 + cos(pi t / 1000)); updates at positive multiples of 100 below 1000.
     for step in [0, 50, 100, 150, 300, 900, 1000, 1200] {
@@ -322,7 +322,7 @@ fn set_on_the_cosine_schedule_replaces_the_scheduled_fraction() {
 #[test]
 fn rigl_tiled_top_k_equals_the_dense_top_k() {
     let _serial = serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     device.seed(21);
     let (rows, cols, batch) = (13, 17, 6);
     let layer = SparseLinearConfig::new(cols, rows).with_density(0.25).with_seed(Some(8)).init(&device);
@@ -350,7 +350,7 @@ fn rigl_tiled_top_k_equals_the_dense_top_k() {
 #[test]
 fn rigl_update_follows_the_cosine_and_the_probe_gives_dl_dy() {
     let _serial = serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     let rigl = RigLConfig::new(1000).init().unwrap();
     assert!(rigl.is_update_step(100) && !rigl.is_update_step(0) && !rigl.is_update_step(150));
     assert!(!rigl.is_update_step(1000));

@@ -8,12 +8,13 @@
 
 use crate::common_ops;
 
+use crate::common_ops::gradcheck;
 use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, SgdConfig};
 use burn::store::ModuleRecord;
 use burn::tensor::{Bool, DType, Device, Tensor, TensorData};
 use common_ops::{assert_close, assert_close_f32, f32s, floats, input, train, Layer, Net, Rng};
-use sparsegrad::gradcheck::{gradcheck, GradInput, GradcheckOptions};
+use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::{n_m_mask, prune_2_4, SrsteLinear, SrsteLinearConfig};
 use sparsegrad::sparse::semi_structured::{srste_linear, try_srste_linear};
 use sparsegrad::{SemiPattern, SemiStructuredTensor};
@@ -64,7 +65,7 @@ fn dense_loss(w: Tensor<2>, x: &Tensor<2>, b: &Tensor<1>, r: &Tensor<2>) -> f64 
 #[test]
 fn forward_is_the_pruned_dense_product_and_deploys_unchanged() {
     let _serial = common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     device.seed(3);
     // 300 inputs: a partial metadata word (300 = 18 * 16 + 12).
     let layer = SrsteLinearConfig::new(300, 7).init(&device);
@@ -99,7 +100,7 @@ fn gradient_is_straight_through_plus_sparse_refined_decay() {
     let _serial = common_ops::serial();
     let (w, x, b, r) = data();
     let decay = 0.1;
-    let ad = Device::flex().autodiff();
+    let ad = crate::common_ops::ad();
     let l = layer(&w, &b, decay, &ad);
     let xt = t64(&x, [N, COLS], &ad).require_grad();
     let loss = (l.forward(xt.clone()).tanh() * t64(&r, [N, ROWS], &ad)).sum();
@@ -109,7 +110,7 @@ fn gradient_is_straight_through_plus_sparse_refined_decay() {
     let gx = xt.grad(&grads).unwrap();
 
     // By hand with dense ops: y = x W̃ᵀ + b, G = R ⊙ (1 − tanh(y)²), g = Gᵀ x.
-    let dev = Device::flex();
+    let dev = crate::common_ops::dev();
     let wd = t64(&w, [ROWS, COLS], &dev);
     let pruned = prune_2_4(wd.clone()).unwrap();
     let (xd, bd, rd) = (t64(&x, [N, COLS], &dev), t64(&b, [ROWS], &dev), t64(&r, [N, ROWS], &dev));
@@ -146,13 +147,13 @@ fn gradient_is_straight_through_plus_sparse_refined_decay() {
 fn straight_through_part_matches_central_differences() {
     let _serial = common_ops::serial();
     let (w, x, b, r) = data();
-    let ad = Device::flex().autodiff();
+    let ad = crate::common_ops::ad();
     // g(W̃) alone: the layer with decay 0.
     let l = layer(&w, &b, 0.0, &ad);
     let loss = (l.forward(t64(&x, [N, COLS], &ad)).tanh() * t64(&r, [N, ROWS], &ad)).sum();
     let ste = floats(l.weight.val().grad(&loss.backward()).unwrap());
 
-    let dev = Device::flex();
+    let dev = crate::common_ops::dev();
     let (xd, bd, rd) = (t64(&x, [N, COLS], &dev), t64(&b, [ROWS], &dev), t64(&r, [N, ROWS], &dev));
     let eps = 1e-6;
     // The loss as a function of the pruned weight: its derivative at every position (kept or
@@ -197,7 +198,7 @@ fn straight_through_part_matches_central_differences() {
 fn gradcheck_input_and_bias() {
     let _serial = common_ops::serial();
     let (w, x, b, _) = data();
-    let dev = Device::flex();
+    let dev = crate::common_ops::dev();
     let pattern =
         SemiStructuredTensor::from_dense(prune_2_4(t64(&w, [ROWS, COLS], &dev)).unwrap(), SemiPattern::TwoFour)
             .unwrap();
@@ -216,7 +217,7 @@ fn gradcheck_input_and_bias() {
 fn sgd_step_is_the_papers_update_and_regrows_pruned_weights() {
     let _serial = common_ops::serial();
     let (w, x, b, r) = data();
-    let ad = Device::flex().autodiff();
+    let ad = crate::common_ops::ad();
     let decay = 0.05;
     let lr = 0.5;
     let model = layer(&w, &b, decay, &ad);
@@ -225,7 +226,7 @@ fn sgd_step_is_the_papers_update_and_regrows_pruned_weights() {
     let mut optim = SgdConfig::new().init();
     let stepped = optim.step(lr, model.clone(), grads);
 
-    let dev = Device::flex();
+    let dev = crate::common_ops::dev();
     let wd = t64(&w, [ROWS, COLS], &dev);
     let (xd, bd, rd) = (t64(&x, [N, COLS], &dev), t64(&b, [ROWS], &dev), t64(&r, [N, ROWS], &dev));
     let pruned = prune_2_4(wd.clone()).unwrap();
@@ -248,7 +249,7 @@ impl Layer for SrsteLinear {
 #[test]
 fn adam_training_from_the_config_lowers_the_loss() {
     let _serial = common_ops::serial();
-    let device = Device::flex().autodiff();
+    let device = crate::common_ops::ad();
     device.seed(5);
     let init =
         || Net { l0: SrsteLinearConfig::new(20, 16).init(&device), l1: SrsteLinearConfig::new(16, 4).init(&device) };
@@ -272,7 +273,7 @@ fn adam_training_from_the_config_lowers_the_loss() {
 #[test]
 fn record_round_trip_restores_the_master_weights() {
     let _serial = common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let config = SrsteLinearConfig::new(16, 5).with_decay(1e-3);
     device.seed(1);
     let layer = config.init(&device);
@@ -291,7 +292,7 @@ fn record_round_trip_restores_the_master_weights() {
 #[test]
 fn errors_name_the_problem() {
     let _serial = common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let err = SrsteLinearConfig::new(6, 3).try_init(&device).unwrap_err();
     assert!(err.to_string().contains("d_input = 6 is not a multiple of 4"), "{err}");
     let err = SrsteLinearConfig::new(8, 3).with_decay(f64::NAN).try_init(&device).unwrap_err();

@@ -85,7 +85,7 @@ fn scores_by_hand(w: &[f32], norms: &[f64]) -> Vec<f64> {
 
 #[test]
 fn calibration_norms_are_the_column_norms() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (_, x0, x1) = data();
     let mut c = WandaCalibration::new(IN);
     assert_eq!(c.norms(), vec![0.0; IN]);
@@ -104,7 +104,7 @@ fn calibration_norms_are_the_column_norms() {
 
 #[test]
 fn unstructured_mask_matches_a_direct_computation() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (w, x0, x1) = data();
     let norms = norms_by_hand(&[&x0, &x1]);
     let scores = scores_by_hand(&w, &norms);
@@ -131,7 +131,7 @@ fn unstructured_mask_matches_a_direct_computation() {
 
 #[test]
 fn n_m_mask_matches_a_direct_computation() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let (w, x0, x1) = data();
     let norms = norms_by_hand(&[&x0, &x1]);
     let scores = scores_by_hand(&w, &norms);
@@ -157,7 +157,7 @@ fn n_m_mask_matches_a_direct_computation() {
 #[test]
 fn layers_compute_the_dense_forward_of_the_masked_weight() {
     let _serial = common_ops::serial();
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     device.seed(4);
     let linear = LinearConfig::new(IN, OUT).init(&device);
     let (_, x0, x1) = data();
@@ -196,7 +196,7 @@ fn layers_compute_the_dense_forward_of_the_masked_weight() {
 
 #[test]
 fn errors_name_the_problem() {
-    let device = Device::flex();
+    let device = crate::common_ops::dev();
     let w = Tensor::<2>::ones([2, 8], &device);
     let norms = [1.0; 8];
     for s in [-0.1, 1.5, f64::NAN] {
