@@ -10,7 +10,8 @@
 //! `--sums` prints, for every op, the sum of its output's values and a hash of their bits
 //! instead of timing it: two builds whose sums and hashes agree computed bit-identical outputs.
 //!
-//! Usage: `cargo run --release --example bench [-- --json] [--only OP] [--sums]` (`--help`)
+//! Usage: `cargo run --release --example bench [-- --json] [--only OP] [--sums]` (`--help`);
+//! with `--features wgpu` the `cube_*` rows time the products on burn's Cube backend as well.
 
 #[path = "memory/mod.rs"]
 mod memory;
@@ -157,6 +158,42 @@ fn csr_tensor(a: &workloads::Csr, device: &Device) -> SparseTensor<2> {
 
 fn dense(rows: usize, cols: usize, seed: u64, device: &Device) -> Tensor<2> {
     Tensor::from_data(TensorData::new(workloads::dense(rows, cols, seed), [rows, cols]), device)
+}
+
+/// The products on burn's Cube backend through wgpu (feature `wgpu`: a GPU, or Mesa's lavapipe on
+/// the CPU): spmm, sddmm and mm forward+backward, and, where the matrix fits densely, burn's own
+/// dense matmul of the same output size on the same device (at 1 % a sparse product must beat
+/// it). Each run waits for the device (`Device::sync`).
+#[cfg(feature = "wgpu")]
+fn cube_products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64) {
+    let device = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice);
+    let synced = |t: Tensor<2>| {
+        device.sync().expect("the device runs");
+        t
+    };
+    let flops = 2.0 * a.nnz() as f64 * n as f64;
+    let s = csr_tensor(a, &device);
+    let x = dense(a.cols, n, xseed, &device);
+    bench.run("cube_spmm_csr", name, 7, Some(flops), || synced(sparse::mm(&s, x.clone())));
+    let (l, r) = (dense(a.rows, n, xseed + 100, &device), dense(n, a.cols, xseed + 200, &device));
+    bench.run("cube_sddmm", name, 7, Some(flops), || {
+        synced(sparse::sampled_addmm(&s, l.clone(), r.clone(), 0.0, 1.0).values_flat().reshape([1, -1]))
+    });
+    let ad = device.clone().autodiff();
+    let (sa, xa) = (csr_tensor(a, &ad), dense(a.cols, n, xseed, &ad));
+    bench.run("cube_mm_fwd_bwd_values_x", name, 5, Some(3.0 * flops), || {
+        let v = sa.clone().require_grad();
+        let xg = xa.clone().require_grad();
+        let grads = sparse::mm(&v, xg.clone()).sum().backward();
+        std::hint::black_box(v.values_flat().grad(&grads).expect("values grad"));
+        synced(xg.grad(&grads).expect("x grad"))
+    });
+    if a.rows * a.cols <= 4096 * 4096 {
+        let dense_a = s.to_dense();
+        bench.run("cube_matmul_dense_burn", name, 5, Some(2.0 * (a.rows * a.cols * n) as f64), || {
+            synced(dense_a.clone().matmul(x.clone()))
+        });
+    }
 }
 
 /// Peak resident memory of this process so far, in MB (Linux; 0 elsewhere).
@@ -505,6 +542,12 @@ fn main() {
 
     for (name, a, n, xseed) in &built {
         products(&bench, name, a, *n, *xseed);
+    }
+    #[cfg(feature = "wgpu")]
+    if bench.wants("cube") {
+        for (name, a, n, xseed) in &built {
+            cube_products(&bench, name, a, *n, *xseed);
+        }
     }
 
     if bench.wants("spgemm") {

@@ -65,6 +65,8 @@ macro_rules! untracked {
 untracked!(Flex);
 #[cfg(feature = "cube")]
 untracked!(sparsegrad_backend::cube::CubeBackend);
+#[cfg(all(feature = "cube", feature = "fusion"))]
+untracked!(sparsegrad_backend::cube::FusedCube);
 
 /// Backward of `sparse_sddmm`; parents `[a, b]`.
 #[derive(Debug)]
@@ -83,7 +85,7 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Sddmm {
         // `a [m, d]`.
         if let Some(node) = a_node {
             // SAFETY: as above.
-            let da = unsafe { B::csr_spmm(crow.clone(), col.clone(), g.clone(), b) };
+            let da = unsafe { B::csr_spmm(crow.clone(), col.clone(), g.clone(), b, &transposed) };
             grads.register::<B>(node.id, da);
         }
         if let Some(node) = b_node {

@@ -59,6 +59,8 @@ macro_rules! untracked {
 untracked!(Flex);
 #[cfg(feature = "cube")]
 untracked!(sparsegrad_backend::cube::CubeBackend);
+#[cfg(all(feature = "cube", feature = "fusion"))]
+untracked!(sparsegrad_backend::cube::FusedCube);
 
 /// Backward of `sparse_segment_softmax`; one parent, the values.
 #[derive(Debug)]

@@ -100,6 +100,8 @@ macro_rules! untracked {
 untracked!(Flex);
 #[cfg(feature = "cube")]
 untracked!(sparsegrad_backend::cube::CubeBackend);
+#[cfg(all(feature = "cube", feature = "fusion"))]
+untracked!(sparsegrad_backend::cube::FusedCube);
 
 /// Backward of `sparse_spgemm`; parents `[a_values, b_values]`.
 #[derive(Debug)]

@@ -82,7 +82,7 @@ unsafe fn forward<B: SpmmKernels>(
         } else if transpose {
             B::csr_spmm_t(crow, col, values, x, k, transposed)
         } else {
-            B::csr_spmm(crow, col, values, x)
+            B::csr_spmm(crow, col, values, x, transposed)
         }
     }
 }
@@ -110,6 +110,8 @@ macro_rules! untracked {
 untracked!(Flex);
 #[cfg(feature = "cube")]
 untracked!(sparsegrad_backend::cube::CubeBackend);
+#[cfg(all(feature = "cube", feature = "fusion"))]
+untracked!(sparsegrad_backend::cube::FusedCube);
 
 /// Backward of `sparse_spmm`; parents `[values, x]`.
 #[derive(Debug)]

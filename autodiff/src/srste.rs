@@ -87,6 +87,8 @@ macro_rules! untracked {
 untracked!(Flex);
 #[cfg(feature = "cube")]
 untracked!(sparsegrad_backend::cube::CubeBackend);
+#[cfg(all(feature = "cube", feature = "fusion"))]
+untracked!(sparsegrad_backend::cube::FusedCube);
 
 /// Backward of `srste_product`; parents `[weight, x]`.
 #[derive(Debug)]

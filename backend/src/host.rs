@@ -153,6 +153,10 @@ pub trait HostAccess: Backend {
 #[cfg(feature = "cube")]
 impl HostAccess for crate::cube::CubeBackend {}
 
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl HostAccess for crate::cube::FusedCube {}
+
 impl HostAccess for Flex {
     fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {
         let t =

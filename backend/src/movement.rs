@@ -118,6 +118,10 @@ impl RowMovement for crate::cube::CubeBackend {
     }
 }
 
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl RowMovement for crate::cube::FusedCube {}
+
 impl RowMovement for Flex {
     fn gather_rows(values: FlexTensor, ids: FlexTensor) -> FlexTensor {
         let (values, ids) = (contiguous(values), contiguous(ids));

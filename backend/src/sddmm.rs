@@ -51,6 +51,10 @@ impl SddmmKernels for crate::cube::CubeBackend {
     }
 }
 
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl SddmmKernels for crate::cube::FusedCube {}
+
 impl SddmmKernels for Flex {
     unsafe fn csr_sddmm(crow: FlexTensor, col: FlexTensor, a: FlexTensor, b: FlexTensor) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));

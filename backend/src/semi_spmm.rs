@@ -48,7 +48,7 @@ pub trait SemiKernels: SpmmKernels + SddmmKernels {
         let b = if transposed { Self::float_transpose(b) } else { b };
         // SAFETY: `csr_pattern` checked the pattern it built (over `cols` columns, the rows of
         // `b` once oriented as `[cols, n]`).
-        let out = unsafe { Self::csr_spmm(crow, col, default::flat::<Self>(values), b) };
+        let out = unsafe { Self::csr_spmm(crow, col, default::flat::<Self>(values), b, &TransposeCell::new()) };
         if transposed {
             Self::float_transpose(out)
         } else {
@@ -156,6 +156,10 @@ fn semi_ref_in<'a, T>(layout: SemiLayout<'a>, vals: &'a [T]) -> SemiRef<'a, T> {
 /// Cube devices: the portable defaults.
 #[cfg(feature = "cube")]
 impl SemiKernels for crate::cube::CubeBackend {}
+
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl SemiKernels for crate::cube::FusedCube {}
 
 impl SemiKernels for Flex {
     fn semi_mm(values: FlexTensor, metadata: FlexTensor, cols: usize, b: FlexTensor, transposed: bool) -> FlexTensor {

@@ -232,6 +232,10 @@ impl SoftmaxKernels for crate::cube::CubeBackend {
     }
 }
 
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl SoftmaxKernels for crate::cube::FusedCube {}
+
 impl SoftmaxKernels for Flex {
     fn segment_softmax(values: FlexTensor, offsets: FlexTensor, order: FlexTensor, log: bool) -> FlexTensor {
         let [n, width] = [values.shape()[0], values.shape()[1]];

@@ -224,6 +224,10 @@ fn flex_ints(t: &[FlexTensor; 6]) -> [IntSlice<'_>; 6] {
 #[cfg(feature = "cube")]
 impl SpgemmKernels for crate::cube::CubeBackend {}
 
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl SpgemmKernels for crate::cube::FusedCube {}
+
 impl SpgemmKernels for Flex {
     unsafe fn csr_spgemm(
         a_crow: FlexTensor,

@@ -41,15 +41,19 @@ use std::sync::{Arc, Weak};
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SpmmKernels: Backend {
     /// `A · X`: `A` `[m, k]` in CSR (`crow [m + 1]`, `col [nnz]`, `values [nnz]`), `X [k, n]`.
+    /// `cell` is the pattern's (or empty): where a backend keeps what it derives from the pattern
+    /// once (a Cube device's split of long rows).
     ///
     /// # Safety
-    /// See the trait: a valid pattern over `k = x.shape()[0]` columns.
+    /// See the trait: a valid pattern over `k = x.shape()[0]` columns, and its cell.
     unsafe fn csr_spmm(
         crow: IntTensor<Self>,
         col: IntTensor<Self>,
         values: FloatTensor<Self>,
         x: FloatTensor<Self>,
+        cell: &TransposeCell,
     ) -> FloatTensor<Self> {
+        let _ = cell;
         default::spmm::<Self>(crow, col, values, x, false, 0)
     }
 
@@ -109,7 +113,10 @@ pub trait SpmmKernels: Backend {
         // `x [k, n]` for the forward product's `dX`, `g [k, n]` for the transposed one's.
         let (dx, dv) = unsafe {
             if transpose {
-                (Self::csr_spmm(crow.clone(), col.clone(), values, g.clone()), default::sddmm::<Self>(crow, col, x, g))
+                (
+                    Self::csr_spmm(crow.clone(), col.clone(), values, g.clone(), transposed),
+                    default::sddmm::<Self>(crow, col, x, g),
+                )
             } else {
                 (
                     Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k, transposed),
@@ -202,8 +209,11 @@ impl SpmmKernels for crate::cube::CubeBackend {
         col: IntTensor<Self>,
         values: FloatTensor<Self>,
         x: FloatTensor<Self>,
+        cell: &TransposeCell,
     ) -> FloatTensor<Self> {
-        crate::cube::spmm::widened([values, x], |[values, x]| crate::cube::spmm::spmm(crow, col, values, x))
+        use crate::cube::spmm::{spmm, widened, RowSplit};
+        let split = RowSplit::of(&crow, cell);
+        widened([values, x], |[values, x]| spmm(crow, col, values, x, split.as_ref()))
     }
 
     unsafe fn csr_spmm_t(
@@ -237,7 +247,10 @@ impl SpmmKernels for crate::cube::CubeBackend {
         // contract); `x [k, n]` for the forward product's `dX`, `g [k, n]` for the transposed one's.
         let (dx, dv) = unsafe {
             if transpose {
-                (Self::csr_spmm(crow.clone(), col.clone(), values, g.clone()), Self::csr_sddmm(crow, col, x, g))
+                (
+                    Self::csr_spmm(crow.clone(), col.clone(), values, g.clone(), transposed),
+                    Self::csr_sddmm(crow, col, x, g),
+                )
             } else {
                 (
                     Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k, transposed),
@@ -250,8 +263,18 @@ impl SpmmKernels for crate::cube::CubeBackend {
     }
 }
 
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl SpmmKernels for crate::cube::FusedCube {}
+
 impl SpmmKernels for Flex {
-    unsafe fn csr_spmm(crow: FlexTensor, col: FlexTensor, values: FlexTensor, x: FlexTensor) -> FlexTensor {
+    unsafe fn csr_spmm(
+        crow: FlexTensor,
+        col: FlexTensor,
+        values: FlexTensor,
+        x: FlexTensor,
+        _cell: &TransposeCell,
+    ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let m = crow.shape()[0] - 1;
         let [k, n] = [x.shape()[0], x.shape()[1]];

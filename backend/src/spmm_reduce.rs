@@ -141,6 +141,10 @@ pub(crate) mod default {
 #[cfg(feature = "cube")]
 impl SpmmReduceKernels for crate::cube::CubeBackend {}
 
+/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl SpmmReduceKernels for crate::cube::FusedCube {}
+
 impl SpmmReduceKernels for Flex {
     unsafe fn csr_spmm_arg_extreme(
         crow: FlexTensor,

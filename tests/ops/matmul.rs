@@ -233,6 +233,38 @@ fn larger_random_products_match_dense_matmul() {
     }
 }
 
+/// A power-law pattern: one hub row and one hub column far longer than the rest (the kernels
+/// that cut long rows into pieces, on a Cube device, take this path; the others sum them whole).
+#[test]
+fn hub_rows_and_columns_match_dense_matmul() {
+    let device = dev();
+    let (m, k, n) = (300, 2000, 5);
+    let (mut crow, mut col, mut values) = (vec![0i64], Vec::new(), Vec::new());
+    for r in 0..m {
+        // Row 7 holds every column; the others three, one of them the hub column 11.
+        let cols: Vec<usize> = if r == 7 { (0..k).collect() } else { vec![(r * 13) % k, 11, (r * 31 + 5) % k] };
+        let mut cols = cols;
+        cols.sort_unstable();
+        cols.dedup();
+        for c in cols {
+            col.push(c as i64);
+            values.push(((r * 7 + c * 3) % 17) as f64 / 8.0 - 1.0);
+        }
+        crow.push(col.len() as i64);
+    }
+    let a = SparseTensor::csr_from_vecs(crow, col, values, [m, k], &device).unwrap();
+    let dense = a.to_dense();
+    let x = tensor(&(0..k * n).map(|i| ((i * 7919) % 29) as f64 / 14.0 - 1.0).collect::<Vec<_>>(), [k, n], DType::F64);
+    let got = floats(sp::mm(&a, x.clone()));
+    assert_near(&got, &floats(dense.clone().matmul(x)), 1e-12, "A X");
+    // Aᵀ G walks the hub column 11 (300 entries) and the hub row's columns.
+    let g =
+        tensor(&(0..m * n).map(|i| ((i * 104729) % 31) as f64 / 15.0 - 1.0).collect::<Vec<_>>(), [m, n], DType::F64);
+    let at = a.transpose(0, 1);
+    let got = floats(sp::mm(&at, g.clone()));
+    assert_near(&got, &floats(dense.transpose().matmul(g)), 1e-12, "Aᵀ G");
+}
+
 #[test]
 fn sparse_sparse_product_matches_dense_matmul() {
     let mut rng = Rng(3);

@@ -131,7 +131,7 @@ fn segment_softmax_columns<F: Float, O: Int, P: Int>(
         let inv = F::new(1.0) / sum;
         for j in start..end {
             let at = grouped_at::<P>(order, j, ordered) * width + c;
-            out[at] = out[at] * inv;
+            out[at] *= inv;
         }
     }
 }

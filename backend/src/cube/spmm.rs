@@ -3,9 +3,12 @@
 //!
 //! A kernel unit computes one output element, so the units of a warp share a row of `A` (the same
 //! trip count, no divergence where `n` is a multiple of the warp) and read consecutive elements of
-//! the dense operand. The transposed product walks the pattern's columns: the transposed view (the
-//! host's `CscPattern`, computed once per pattern in its `TransposeCell`) goes to the device once
-//! and stays in the cell's slot, so a training step reads nothing back.
+//! the dense operand. Where a few rows are far longer than the rest (power-law patterns), the rows
+//! are cut into pieces of at most 256 entries (`RowSplit`): a unit per piece and column, then a
+//! unit per row and column sums its pieces. The transposed product walks the pattern's columns:
+//! the transposed view (the host's `CscPattern`, computed once per pattern in its `TransposeCell`)
+//! goes to the device once, with the split of its long columns. Both plans stay in the cell's slot
+//! (`DevicePlans`), so a training step reads nothing back after the first.
 //!
 //! Every kernel is launched checked (an out-of-range index is clamped, never read), though the
 //! callers' contract already makes every index valid. The kernels take f32 and f64 values; for
@@ -23,7 +26,6 @@ use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{CubeBackend, CubeDevice};
 use sparsegrad_kernels::pattern::{CscPattern, TransposeCell};
-use std::sync::Arc;
 
 /// `out[r, j] = Σ_{q ∈ ptr[r]..ptr[r + 1]} values[v(q)] · x[idx[q], j]`, one unit per element of
 /// `out [rows, n]`; `v(q)` is `perm[q]` when `permuted` (a transposed view's entry order), else `q`.
@@ -117,14 +119,27 @@ fn launch_dims(t: &CubeTensor, units: usize) -> (CubeCount, CubeDim) {
 }
 
 /// `ptr [rows + 1]`, `idx` and (when `perm` is given) `perm` a valid compressed pattern over the
-/// rows of `x [cols, n]`, `values` its values in storage order: the product `[rows, n]`.
+/// rows of `x [cols, n]`, `values` its values in storage order: the product `[rows, n]`. With a
+/// `split` of the pattern's rows, each piece is summed by its own units into `[pieces, n]`, and
+/// the pieces of each row are then summed in order (the same product with unit weights).
 fn compressed_product(
     ptr: CubeTensor,
     idx: CubeTensor,
     perm: Option<CubeTensor>,
     values: CubeTensor,
     x: CubeTensor,
+    split: Option<&RowSplit>,
 ) -> CubeTensor {
+    if let Some(split) = split {
+        let partial = compressed_product(split.piece_start.clone(), idx, perm, values, x, None);
+        let pieces = partial.meta.shape()[0];
+        let ones = <CubeBackend as FloatTensorOps<CubeBackend>>::float_ones(
+            Shape::new([pieces]),
+            &partial.device,
+            FloatDType::from(partial.dtype),
+        );
+        return compressed_product(split.row_pieces.clone(), split.identity.clone(), None, ones, partial, None);
+    }
     let rows = ptr.meta.shape()[0] - 1;
     let n = x.meta.shape()[1];
     let (client, device, dtype) = (x.client.clone(), x.device.clone(), x.dtype);
@@ -154,14 +169,21 @@ fn compressed_product(
     out
 }
 
-/// `A · X` for the valid pattern `crow`, `col` over the rows of `x [k, n]`.
-pub(crate) fn spmm(crow: CubeTensor, col: CubeTensor, values: CubeTensor, x: CubeTensor) -> CubeTensor {
-    compressed_product(crow, col, None, values, x)
+/// `A · X` for the valid pattern `crow`, `col` over the rows of `x [k, n]`, its long rows cut by
+/// `split` (the pattern's, from [`RowSplit::of`]).
+pub(crate) fn spmm(
+    crow: CubeTensor,
+    col: CubeTensor,
+    values: CubeTensor,
+    x: CubeTensor,
+    split: Option<&RowSplit>,
+) -> CubeTensor {
+    compressed_product(crow, col, None, values, x, split)
 }
 
 /// `Aᵀ · G` through the transposed view `t` of the pattern (on the device), `g [m, n]`.
 pub(crate) fn spmm_t(t: &DeviceTranspose, values: CubeTensor, g: CubeTensor) -> CubeTensor {
-    compressed_product(t.ccol.clone(), t.row.clone(), Some(t.perm.clone()), values, g)
+    compressed_product(t.ccol.clone(), t.row.clone(), Some(t.perm.clone()), values, g, t.split.as_ref())
 }
 
 /// SDDMM over the valid pattern `crow`, `col`: `[nnz]`, from `a [m, n]` and `b [k, n]`.
@@ -192,34 +214,126 @@ pub(crate) fn sddmm(crow: CubeTensor, col: CubeTensor, a: CubeTensor, b: CubeTen
     out
 }
 
+/// The longest piece of a row that one kernel unit sums (per column of the dense operand).
+const PIECE: usize = 256;
+
+/// A compressed pattern's rows cut into pieces of at most [`PIECE`] entries, on one device, for
+/// patterns where a few rows hold far more entries than the rest (the hubs of a power-law graph:
+/// a unit per row and column would leave the rest of the device waiting on them):
+/// `piece_start [pieces + 1]` into the entries, `row_pieces [rows + 1]` into the pieces, and
+/// `identity [pieces]`, the second product's columns.
+#[derive(Clone)]
+pub(crate) struct RowSplit {
+    piece_start: CubeTensor,
+    row_pieces: CubeTensor,
+    identity: CubeTensor,
+}
+
+impl RowSplit {
+    /// The split of the rows of `ptr` (host offsets), or `None` where no row is longer than a
+    /// piece or than 8 times the mean: there a unit per row and column is balanced enough.
+    fn plan(ptr: &[i64], device: &CubeDevice) -> Option<Self> {
+        let rows = ptr.len().checked_sub(1)?;
+        let nnz = usize::try_from(ptr[rows]).ok()?;
+        let len = |r: usize| (ptr[r + 1] - ptr[r]) as usize;
+        let longest = (0..rows).map(len).max().unwrap_or(0);
+        if longest <= PIECE || longest <= 8 * nnz.div_ceil(rows.max(1)) {
+            return None;
+        }
+        let mut piece_start = Vec::with_capacity(rows + nnz / PIECE + 1);
+        let mut row_pieces = Vec::with_capacity(rows + 1);
+        row_pieces.push(0i64);
+        for r in 0..rows {
+            let mut at = ptr[r];
+            while at < ptr[r + 1] {
+                piece_start.push(at);
+                at = (at + PIECE as i64).min(ptr[r + 1]);
+            }
+            row_pieces.push(piece_start.len() as i64);
+        }
+        piece_start.push(nnz as i64);
+        let identity: Vec<i64> = (0..piece_start.len() as i64 - 1).collect();
+        Some(Self {
+            piece_start: upload_ints(piece_start, device),
+            row_pieces: upload_ints(row_pieces, device),
+            identity: upload_ints(identity, device),
+        })
+    }
+
+    /// The split of the pattern whose offsets are `crow`, from (or into) its cell: planned on the
+    /// host from `crow` read back at the first call on this device.
+    pub(crate) fn of(crow: &CubeTensor, cell: &TransposeCell) -> Option<Self> {
+        if let Some(rows) = DevicePlans::get(cell, &crow.device, |p| p.rows.clone()) {
+            return rows;
+        }
+        let split = Self::plan(&host_ints(crow.clone()), &crow.device);
+        DevicePlans::put(cell, &crow.device, |p| p.rows = Some(split.clone()));
+        split
+    }
+}
+
+/// What a pattern keeps on one Cube device, in its cell's slot: the split of its rows (planned
+/// or not yet) and its transposed view.
+#[derive(Clone)]
+struct DevicePlans {
+    device: CubeDevice,
+    rows: Option<Option<RowSplit>>,
+    transpose: Option<DeviceTranspose>,
+}
+
+impl DevicePlans {
+    /// `f` of the plans `cell` holds for `device`, if it holds any.
+    fn get<T>(cell: &TransposeCell, device: &CubeDevice, f: impl FnOnce(&DevicePlans) -> Option<T>) -> Option<T> {
+        cell.with_slot(|slot| {
+            slot.as_ref().and_then(|v| v.downcast_ref::<DevicePlans>()).filter(|p| p.device == *device).and_then(f)
+        })
+    }
+
+    /// Updates the plans `cell` holds for `device` by `f` (fresh ones where it holds none, or
+    /// another device's or backend's).
+    fn put(cell: &TransposeCell, device: &CubeDevice, f: impl FnOnce(&mut DevicePlans)) {
+        cell.with_slot(|slot| {
+            let ours = slot.as_ref().and_then(|v| v.downcast_ref::<DevicePlans>()).is_some_and(|p| p.device == *device);
+            if !ours {
+                *slot = Some(Box::new(DevicePlans { device: device.clone(), rows: None, transpose: None }));
+            }
+            if let Some(plans) = slot.as_mut().and_then(|v| v.downcast_mut::<DevicePlans>()) {
+                f(plans);
+            }
+        })
+    }
+}
+
+/// Host indices on `device`: i32 where every one fits, else i64.
+fn upload_ints(v: Vec<i64>, device: &CubeDevice) -> CubeTensor {
+    let len = v.len();
+    let data = if v.iter().all(|&x| i32::try_from(x).is_ok()) {
+        burn::tensor::TensorData::new(v.into_iter().map(|x| x as i32).collect::<Vec<_>>(), [len])
+    } else {
+        burn::tensor::TensorData::new(v, [len])
+    };
+    <CubeBackend as IntTensorOps<CubeBackend>>::int_from_data(data, device)
+}
+
 /// A pattern's transposed view on one device: `ccol [k + 1]`, `row [nnz]` and `perm [nnz]` (the
-/// CSR entry each CSC entry is), in one index type.
+/// CSR entry each CSC entry is), and the split of its columns where a few are long (the hubs
+/// again: a power-law graph's columns are as skewed as its rows).
 #[derive(Clone)]
 pub(crate) struct DeviceTranspose {
-    device: CubeDevice,
     ccol: CubeTensor,
     row: CubeTensor,
     perm: CubeTensor,
+    split: Option<RowSplit>,
 }
 
 impl DeviceTranspose {
-    /// The view of the host's `t` on `device`: i32 where every entry fits, else i64.
-    fn upload(t: &CscPattern, like: &CubeTensor) -> Self {
-        let fits = |s: &[i64]| s.iter().all(|&v| i32::try_from(v).is_ok());
-        let narrow = fits(t.ccol()) && fits(t.row()) && fits(t.perm());
-        let to_device = |s: &[i64]| {
-            let data = if narrow {
-                burn::tensor::TensorData::new(s.iter().map(|&v| v as i32).collect::<Vec<_>>(), [s.len()])
-            } else {
-                burn::tensor::TensorData::new(s.to_vec(), [s.len()])
-            };
-            <CubeBackend as IntTensorOps<CubeBackend>>::int_from_data(data, &like.device)
-        };
+    /// The view of the host's `t` on `device`.
+    fn upload(t: &CscPattern, device: &CubeDevice) -> Self {
         Self {
-            device: like.device.clone(),
-            ccol: to_device(t.ccol()),
-            row: to_device(t.row()),
-            perm: to_device(t.perm()),
+            ccol: upload_ints(t.ccol().to_vec(), device),
+            row: upload_ints(t.row().to_vec(), device),
+            perm: upload_ints(t.perm().to_vec(), device),
+            split: RowSplit::plan(t.ccol(), device),
         }
     }
 
@@ -229,21 +343,14 @@ impl DeviceTranspose {
     /// # Safety
     /// `crow` and `col` are a valid pattern over `k` columns, and `cell` is theirs (or empty).
     pub(crate) unsafe fn of(crow: &CubeTensor, col: &CubeTensor, k: usize, cell: &TransposeCell) -> Self {
-        let cached = cell.with_slot(|slot| {
-            slot.as_ref()
-                .and_then(|v| v.downcast_ref::<Arc<DeviceTranspose>>())
-                .filter(|t| t.device == crow.device)
-                .cloned()
-        });
-        if let Some(t) = cached {
-            return (*t).clone();
+        if let Some(t) = DevicePlans::get(cell, &crow.device, |p| p.transpose.clone()) {
+            return t;
         }
         let (host_crow, host_col) = (host_ints(crow.clone()), host_ints(col.clone()));
         // SAFETY: a valid pattern over `k` columns: this function's contract.
         let a = unsafe { sparsegrad_kernels::pattern::CsrPattern::new_unchecked(&host_crow, &host_col, k) };
-        let t = Self::upload(cell.of(a), col);
-        let shared = Arc::new(t.clone());
-        cell.with_slot(|slot| *slot = Some(Box::new(shared)));
+        let t = Self::upload(cell.of(a), &crow.device);
+        DevicePlans::put(cell, &crow.device, |p| p.transpose = Some(t.clone()));
         t
     }
 }
@@ -281,20 +388,11 @@ pub(crate) fn index_add_rows(values: CubeTensor, targets: CubeTensor, rows: usiz
         order[next[t as usize] as usize] = j as i64;
         next[t as usize] += 1;
     }
-    let upload = |v: Vec<i64>| {
-        let len = v.len();
-        let data = if n <= i32::MAX as usize {
-            burn::tensor::TensorData::new(v.into_iter().map(|x| x as i32).collect::<Vec<_>>(), [len])
-        } else {
-            burn::tensor::TensorData::new(v, [len])
-        };
-        <CubeBackend as IntTensorOps<CubeBackend>>::int_from_data(data, &values.device)
-    };
-    let (ptr, idx) = (upload(offsets), upload(order));
+    let (ptr, idx) = (upload_ints(offsets, &values.device), upload_ints(order, &values.device));
     let ones = <CubeBackend as FloatTensorOps<CubeBackend>>::float_ones(
         Shape::new([n]),
         &values.device,
         FloatDType::from(values.dtype),
     );
-    compressed_product(ptr, idx, None, ones, values)
+    compressed_product(ptr, idx, None, ones, values, None)
 }
