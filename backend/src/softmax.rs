@@ -71,7 +71,8 @@ pub struct SegmentPlan {
     /// The stored elements `[elements, dense]` in storage order: `values_flat` with blocks
     /// expanded to elements (a reshape, so gradients reach the tensor's values).
     pub values: Tensor<2>,
-    /// `[segments + 1]` int64 offsets into the grouped order.
+    /// `[segments + 1]` offsets into the grouped order: int64, or a compressed tensor's own
+    /// compressed indices (in their dtype) along its plain dim.
     pub offsets: Tensor<1, Int>,
     /// `[elements]` int64 element positions, segment by segment; empty when storage order
     /// already is grouped.
@@ -106,6 +107,9 @@ impl<const D: usize> SparseTensor<D> {
             let n = v.len();
             int_tensor(v, [n], DType::I64, &device)
         };
+        if let Some(offsets) = self.compressed_segments(dim) {
+            return Ok(SegmentPlan { values: self.values.clone(), offsets, order: i64s(Vec::new()) });
+        }
         if let Some(offsets) = self.storage_segments(dim) {
             return Ok(SegmentPlan { values: self.values.clone(), offsets: i64s(offsets), order: i64s(Vec::new()) });
         }
@@ -118,6 +122,20 @@ impl<const D: usize> SparseTensor<D> {
             (run_offsets(order.iter().map(|&p| segment_keys[p as usize])), i64s(order))
         };
         Ok(SegmentPlan { values: e.values, offsets: i64s(offsets), order })
+    }
+
+    /// The segments along the plain dim of an unbatched compressed tensor without blocks: its
+    /// compressed indices themselves (checked, so from 0 to nnz and non-decreasing), on its
+    /// device, so that a softmax there reads nothing back.
+    fn compressed_segments(&self, dim: usize) -> Option<Tensor<1, Int>> {
+        match &self.indices {
+            Indices::Compressed { compressed, .. } if self.blocksize.is_none() && self.batch_numel() == 1 => {
+                let plain_dim = if self.layout.compresses_rows() { self.batch_dim + 1 } else { self.batch_dim };
+                let len = compressed.dims()[1];
+                (dim == plain_dim).then(|| crate::util::reshape_int(compressed.clone(), [len]))
+            }
+            _ => None,
+        }
     }
 
     /// Offsets of the segments when storage order groups them without looking at keys: the
