@@ -149,9 +149,22 @@ pub trait HostAccess: Backend {
     }
 }
 
-/// Cube devices: the portable defaults.
+/// Cube devices: reads go through the portable defaults (a read-back); storage identity from the
+/// buffer's memory id.
 #[cfg(feature = "cube")]
-impl HostAccess for crate::cube::CubeBackend {}
+impl HostAccess for crate::cube::CubeBackend {
+    fn same_int_storage(a: IntTensor<Self>, b: IntTensor<Self>) -> bool {
+        // CubeCL writes a buffer in place only while a single tensor handle holds it
+        // (`can_mut`: the memory pool's own reference and one more; its tests pin that a second
+        // handle forbids it), so one buffer seen through one layout by two live tensors holds
+        // one set of values, as on Flex.
+        a.handle.memory.descriptor() == b.handle.memory.descriptor()
+            && (a.handle.offset_start, a.handle.offset_end) == (b.handle.offset_start, b.handle.offset_end)
+            && a.meta == b.meta
+            && a.dtype == b.dtype
+            && a.device == b.device
+    }
+}
 
 /// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
 #[cfg(all(feature = "cube", feature = "fusion"))]

@@ -595,3 +595,20 @@ fn empty_compressed_tensors() {
     assert_eq!(hybrid.values::<2>().unwrap().dims(), [0, 5]);
     assert_eq!(hybrid.to_sparse_csr().unwrap().values::<2>().unwrap().dims(), [0, 5]);
 }
+
+/// A layer skips re-checking a pattern it holds by storage identity: clones of one index tensor
+/// share it, a computed copy (even of equal values) and a reshaped view do not.
+#[test]
+fn storage_identity_of_index_tensors() {
+    use sparsegrad::backend::host::same_int_storage;
+    let t = ints(&[0, 2, 3, 5], [4], DType::I64);
+    assert!(same_int_storage(&t, &t.clone()), "a clone shares the buffer");
+    let copy = t.clone() + 0;
+    assert_eq!(copy.clone().into_data(), t.clone().into_data());
+    assert!(!same_int_storage(&t, &copy), "a computed copy is another buffer");
+    let other = ints(&[0, 2, 3, 5], [4], DType::I64);
+    assert!(!same_int_storage(&t, &other), "equal values uploaded twice are two buffers");
+    let view = t.clone().slice([1..3]);
+    let head = t.clone().slice([0..2]);
+    assert!(!same_int_storage(&view, &head), "two views at different offsets");
+}
