@@ -608,7 +608,7 @@ fn storage_identity_of_index_tensors() {
     assert!(!same_int_storage(&t, &copy), "a computed copy is another buffer");
     let other = ints(&[0, 2, 3, 5], [4], DType::I64);
     assert!(!same_int_storage(&t, &other), "equal values uploaded twice are two buffers");
-    let view = t.clone().slice([1..3]);
-    let head = t.clone().slice([0..2]);
+    let view = t.clone().slice(1..3);
+    let head = t.clone().slice(0..2);
     assert!(!same_int_storage(&view, &head), "two views at different offsets");
 }
