@@ -197,6 +197,7 @@ pub(crate) fn softmax(values: CubeTensor, offsets: CubeTensor, order: CubeTensor
     if segments * width == 0 {
         return out;
     }
+    crate::cube::spmm::assert_addressable("softmax", &[&values, &order]);
     let ordered = order.meta.num_elements() > 0;
     let order = if ordered { order } else { offsets.clone() };
     let cube_dim = CubeDim::new(&out.client, segments * width);
@@ -240,6 +241,7 @@ pub(crate) fn softmax_backward(
     if segments * width == 0 {
         return out;
     }
+    crate::cube::spmm::assert_addressable("softmax backward", &[&y, &order]);
     let ordered = order.meta.num_elements() > 0;
     let order = if ordered { order } else { offsets.clone() };
     let cube_dim = CubeDim::new(&out.client, segments * width);

@@ -113,6 +113,20 @@ pub(crate) fn widened<const N: usize>(
     <CubeBackend as FloatTensorOps<CubeBackend>>::float_cast(f(wide), dtype.into())
 }
 
+/// The kernels address in 32 bits (CubeCL's default, and wgpu's only width).
+///
+/// # Panics
+/// If one of `ts` holds 2^32 elements or more.
+pub(crate) fn assert_addressable(op: &str, ts: &[&CubeTensor]) {
+    for t in ts {
+        let len = t.meta.num_elements();
+        assert!(
+            u32::try_from(len).is_ok(),
+            "{op} on a Cube device: an operand of {len} elements (the kernels address 2^32 at most)"
+        );
+    }
+}
+
 fn launch_dims(t: &CubeTensor, units: usize) -> (CubeCount, CubeDim) {
     let cube_dim = CubeDim::new(&t.client, units);
     (calculate_cube_count_elemwise(&t.client, units, cube_dim), cube_dim)
@@ -148,6 +162,7 @@ fn compressed_product(
         return zeros_client(client, device, out_shape, dtype);
     }
     let out = empty_device_contiguous_dtype(client, device, out_shape, dtype);
+    assert_addressable("a sparse product", &[&idx, &values, &x, &out]);
     let (count, dim) = launch_dims(&out, rows * n);
     let types = [dtype, ptr.dtype, idx.dtype].map(dtype_to_storage_type);
     let permuted = perm.is_some();
@@ -196,6 +211,7 @@ pub(crate) fn sddmm(crow: CubeTensor, col: CubeTensor, a: CubeTensor, b: CubeTen
         return zeros_client(client, device, Shape::new([nnz]), dtype);
     }
     let out = empty_device_contiguous_dtype(client, device, Shape::new([nnz]), dtype);
+    assert_addressable("SDDMM", &[&col, &a, &b]);
     let (count, dim) = launch_dims(&out, nnz);
     let types = [dtype, crow.dtype, col.dtype].map(dtype_to_storage_type);
     sampled_row_dots::launch(
@@ -304,10 +320,21 @@ impl DevicePlans {
     }
 }
 
+/// Whether every index of `v` fits an i32.
+fn fit_i32(v: &[i64]) -> bool {
+    v.iter().all(|&x| i32::try_from(x).is_ok())
+}
+
 /// Host indices on `device`: i32 where every one fits, else i64.
 fn upload_ints(v: Vec<i64>, device: &CubeDevice) -> CubeTensor {
+    let narrow = fit_i32(&v);
+    upload_ints_as(v, narrow, device)
+}
+
+/// Host indices on `device`, as i32 when `narrow` (every one fits: the caller checked), else i64.
+fn upload_ints_as(v: Vec<i64>, narrow: bool, device: &CubeDevice) -> CubeTensor {
     let len = v.len();
-    let data = if v.iter().all(|&x| i32::try_from(x).is_ok()) {
+    let data = if narrow {
         burn::tensor::TensorData::new(v.into_iter().map(|x| x as i32).collect::<Vec<_>>(), [len])
     } else {
         burn::tensor::TensorData::new(v, [len])
@@ -327,12 +354,14 @@ pub(crate) struct DeviceTranspose {
 }
 
 impl DeviceTranspose {
-    /// The view of the host's `t` on `device`.
+    /// The view of the host's `t` on `device`, `row` and `perm` in one index type (the kernel
+    /// reads both as its `J`).
     fn upload(t: &CscPattern, device: &CubeDevice) -> Self {
+        let narrow = fit_i32(t.row()) && fit_i32(t.perm());
         Self {
             ccol: upload_ints(t.ccol().to_vec(), device),
-            row: upload_ints(t.row().to_vec(), device),
-            perm: upload_ints(t.perm().to_vec(), device),
+            row: upload_ints_as(t.row().to_vec(), narrow, device),
+            perm: upload_ints_as(t.perm().to_vec(), narrow, device),
             split: RowSplit::plan(t.ccol(), device),
         }
     }
