@@ -8,7 +8,7 @@
 //! is evaluated under `valid()` (no dropout, no autodiff graph).
 //!
 //! `cargo run --release --example gcn_cora [-- --seeds N] [--epochs E] [--png PATH] [--dataset
-//! NAME] [--root DIR] [--device flex|wgpu|cuda]` (`--help`; a device with the feature of its name)
+//! NAME] [--root DIR] [--device flex|wgpu]` (`--help`; `wgpu` with `--features wgpu`)
 //! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
 //! accuracy curves of the first seed as a PNG (default `gcn_cora_curves.png`).
 

@@ -1,6 +1,6 @@
 //! The `--device NAME` option of the examples: which burn device they train on. Flex (the CPU,
-//! always there) or burn's Cube backend: with the crate's `wgpu` feature through wgpu (a GPU, or
-//! Mesa's lavapipe on a machine without one), with `cuda` on an NVIDIA GPU.
+//! always there) or, with the crate's `wgpu` feature, burn's Cube backend through wgpu (a GPU, or
+//! Mesa's lavapipe on a machine without one).
 
 #![allow(dead_code)]
 
@@ -14,8 +14,6 @@ pub enum DeviceName {
     Flex,
     /// burn's Cube backend on wgpu's default adapter (build with `--features wgpu`).
     Wgpu,
-    /// burn's Cube backend on the first CUDA device (build with `--features cuda`).
-    Cuda,
 }
 
 /// The device to train on.
@@ -35,10 +33,6 @@ impl DeviceArgs {
             DeviceName::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
             #[cfg(not(feature = "wgpu"))]
             DeviceName::Wgpu => Err("--device wgpu needs a build with `--features wgpu`".into()),
-            #[cfg(feature = "cuda")]
-            DeviceName::Cuda => Ok(Device::cuda(burn::tensor::DeviceIndex::Default)),
-            #[cfg(not(feature = "cuda"))]
-            DeviceName::Cuda => Err("--device cuda needs a build with `--features cuda`".into()),
         }
     }
 }

@@ -22,18 +22,15 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The device the op tests run on: Flex, or the one `SPARSEGRAD_TEST_DEVICE` names (`wgpu` or
-/// `cuda`, with the feature of that name: burn's Cube backend; wgpu on Mesa's lavapipe where
-/// there is no GPU).
+/// The device the op tests run on: Flex, or the one `SPARSEGRAD_TEST_DEVICE` names (`wgpu`, with
+/// the feature of that name: burn's Cube backend, on Mesa's lavapipe where there is no GPU).
 pub fn dev() -> Device {
     match std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref() {
         Err(_) | Ok("") | Ok("flex") => Device::flex(),
         #[cfg(feature = "wgpu")]
         Ok("wgpu") => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
-        #[cfg(feature = "cuda")]
-        Ok("cuda") => Device::cuda(burn::tensor::DeviceIndex::Default),
         Ok(other) => {
-            panic!("SPARSEGRAD_TEST_DEVICE={other}: not a device of this build (flex; wgpu, cuda with their features)")
+            panic!("SPARSEGRAD_TEST_DEVICE={other}: not a device of this build (flex, or wgpu with its feature)")
         }
     }
 }
