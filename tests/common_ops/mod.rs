@@ -35,6 +35,12 @@ pub fn dev() -> Device {
     }
 }
 
+/// The float dtypes of `all` that the test device stores: wgpu has no bf16.
+pub fn stored_dtypes<const N: usize>(all: [DType; N]) -> Vec<DType> {
+    let bf16 = !matches!(std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref(), Ok("wgpu"));
+    all.into_iter().filter(|&d| bf16 || d != DType::BF16).collect()
+}
+
 /// [`dev`] with autodiff.
 pub fn ad() -> Device {
     dev().autodiff()

@@ -686,7 +686,7 @@ fn half_precision_products_accumulate_in_f32() {
     // 3072 products of 1 * 1: exact in f32 and representable in f16 and bf16, but a running sum
     // kept in f16 stalls at 2048 (bf16 at 256).
     let len = 3072;
-    for dtype in [DType::F16, DType::BF16] {
+    for dtype in common_ops::stored_dtypes([DType::F16, DType::BF16]) {
         for kind in [Kind::Coo, Kind::Csr, Kind::Csc] {
             let mut rng = Rng(12);
             let a = sparse(&vec![1.0; len], [1, len], kind, dtype, DType::I32, &mut rng);

@@ -139,7 +139,7 @@ fn round_trips_for_every_dtype() {
     let mut rng = Rng(3);
     // Row lengths with a partial metadata word (20, 36) and whole words (64).
     for (rows, cols) in [(5, 20), (33, 64), (2, 36), (0, 8), (3, 0)] {
-        for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        for dtype in common_ops::stored_dtypes([DType::F16, DType::BF16, DType::F32, DType::F64]) {
             let pattern = sparsegrad::backend::semi_structured::semi_pattern_for(dtype).unwrap();
             let d = patterned(rows, cols, pattern, &mut rng);
             let t = dense(&d, [rows, cols], dtype, &device);
@@ -302,7 +302,7 @@ fn half_precision_products_accumulate_in_f32() {
     let mut rng = Rng(8);
     let d = patterned(16, 256, SemiPattern::TwoFour, &mut rng);
     let x: Vec<f64> = (0..256 * 8).map(|_| rng.value()).collect();
-    for dtype in [DType::F16, DType::BF16] {
+    for dtype in common_ops::stored_dtypes([DType::F16, DType::BF16]) {
         let a = SemiStructuredTensor::from_dense(dense(&d, [16, 256], dtype, &device), SemiPattern::TwoFour).unwrap();
         let a32 = SemiStructuredTensor::from_dense(a.to_dense().cast(DType::F32), SemiPattern::TwoFour).unwrap();
         let xh = dense(&x, [256, 8], dtype, &device);
