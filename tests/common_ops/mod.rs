@@ -41,6 +41,13 @@ pub fn stored_dtypes<const N: usize>(all: [DType; N]) -> Vec<DType> {
     all.into_iter().filter(|&d| bf16 || d != DType::BF16).collect()
 }
 
+/// The float dtypes of `all` in which the test device's transcendental functions (burn's `exp`,
+/// `pow`, `asin`, `tanh`, ...) are exact: WGSL has them for f32 alone, so wgpu drops f64.
+pub fn transcendental_dtypes<const N: usize>(all: [DType; N]) -> Vec<DType> {
+    let f64_math = !matches!(std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref(), Ok("wgpu"));
+    all.into_iter().filter(|&d| f64_math || d != DType::F64).collect()
+}
+
 /// [`dev`] with autodiff.
 pub fn ad() -> Device {
     dev().autodiff()

@@ -132,7 +132,7 @@ fn a_small_matrix_by_hand() {
 #[test]
 fn higher_rank_coo_and_hybrid_values() {
     let mut rng = Rng(2);
-    for dtype in [DType::F32, DType::F64] {
+    for dtype in common_ops::transcendental_dtypes([DType::F32, DType::F64]) {
         // Three sparse dims: every dim groups differently (storage order only for the last).
         let data = pattern_data(&[4, 5, 3], 3, 0.4, &mut rng);
         for kind in [Kind::Coo, Kind::CooDup] {
