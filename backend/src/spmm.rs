@@ -4,8 +4,9 @@
 //! `sparsegrad-autodiff`'s `spmm`).
 //!
 //! Flex runs the host kernels of `sparsegrad-kernels` on its buffers (f32 and f64; f16 and bf16
-//! widened to f32, so they accumulate in f32); any other backend gets defaults composed of
-//! burn's gather and scatter ops (memory `nnz x n`, never `m x k`). The transposed products read
+//! widened to f32, so they accumulate in f32); burn's Cube backend runs the CubeCL kernels of
+//! `crate::cube::spmm` (feature `cube`); any other backend gets defaults composed of burn's
+//! gather and scatter ops (memory `nnz x n`, never `m x k`). The transposed products read
 //! the pattern's transposed view from the [`TransposeCell`] its owner passes in (a tensor's
 //! pattern, a layer's memo), computed once per pattern.
 //!
