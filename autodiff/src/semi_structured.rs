@@ -212,6 +212,11 @@ pub fn try_addmm(
             format!("input of shape [{im}, {in_}] does not broadcast to the product's [{m}, {n}]"),
         ));
     }
+    if m * n == 0 {
+        // Nothing to scale or add (and burn's Cube backend takes no element-wise op on an
+        // empty rank-2 tensor).
+        return Ok(prod);
+    }
     let scaled = if alpha == 1.0 { prod } else { prod.mul_scalar(alpha) };
     let input = if beta == 1.0 { input } else { input.mul_scalar(beta) };
     Ok(if beta == 0.0 { scaled } else { scaled + input })

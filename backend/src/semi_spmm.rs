@@ -9,8 +9,10 @@
 //!   the CSR SDDMM kernel.
 //!
 //! Behind the extension trait [`SemiKernels`]: Flex runs the host kernels of
-//! `sparsegrad-kernels`' `semi` (f32 and f64; f16 and bf16 widened to f32), other backends the
-//! CSR defaults of [`SpmmKernels`] and [`SddmmKernels`]. No metadata word can lead a kernel
+//! `sparsegrad-kernels`' `semi` (f32 and f64; f16 and bf16 widened to f32), Cube devices the
+//! kernels of `cube::semi` (which decode the words on the device), other backends the CSR
+//! defaults of [`SpmmKernels`] and [`SddmmKernels`] (the words read back at every call). No
+//! metadata word can lead a kernel
 //! outside its operands (every nibble decodes to a column of its own group), so these methods
 //! are safe to call.
 
@@ -44,16 +46,7 @@ pub trait SemiKernels: SpmmKernels + SddmmKernels {
         b: FloatTensor<Self>,
         transposed: bool,
     ) -> FloatTensor<Self> {
-        let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &b.device());
-        let b = if transposed { Self::float_transpose(b) } else { b };
-        // SAFETY: `csr_pattern` checked the pattern it built (over `cols` columns, the rows of
-        // `b` once oriented as `[cols, n]`).
-        let out = unsafe { Self::csr_spmm(crow, col, default::flat::<Self>(values), b, &TransposeCell::new()) };
-        if transposed {
-            Self::float_transpose(out)
-        } else {
-            out
-        }
+        default::semi_mm::<Self>(values, metadata, cols, b, transposed)
     }
 
     /// `Aᵀ · G` (`G [rows, n]`, result `[cols, n]`), or with `transposed` `G · A`
@@ -65,16 +58,7 @@ pub trait SemiKernels: SpmmKernels + SddmmKernels {
         g: FloatTensor<Self>,
         transposed: bool,
     ) -> FloatTensor<Self> {
-        let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &g.device());
-        let g = if transposed { Self::float_transpose(g) } else { g };
-        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns; the cell is
-        // fresh.
-        let out = unsafe { Self::csr_spmm_t(crow, col, default::flat::<Self>(values), g, cols, &TransposeCell::new()) };
-        if transposed {
-            Self::float_transpose(out)
-        } else {
-            out
-        }
+        default::semi_mm_t::<Self>(values, metadata, cols, g, transposed)
     }
 
     /// `out[r, j] = G[r] · B[col(r, j)]` for every kept entry: `G [rows, n]`, `B [cols, n]`,
@@ -85,16 +69,64 @@ pub trait SemiKernels: SpmmKernels + SddmmKernels {
         g: FloatTensor<Self>,
         b: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        let rows = metadata.shape()[0];
-        let (crow, col) = default::csr_pattern::<Self>(metadata, cols, &g.device());
-        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns (the rows of `b`).
-        Self::float_reshape(unsafe { Self::csr_sddmm(crow, col, g, b) }, Shape::new([rows, cols / 2]))
+        default::semi_sddmm::<Self>(metadata, cols, g, b)
     }
 }
 
-/// The CSR view of the pattern, for backends without the host kernels.
+/// The products through the CSR view of the pattern (read back and decoded on the host at
+/// every call), for backends without kernels of their own.
 mod default {
     use super::*;
+
+    pub fn semi_mm<B: SemiKernels>(
+        values: FloatTensor<B>,
+        metadata: IntTensor<B>,
+        cols: usize,
+        b: FloatTensor<B>,
+        transposed: bool,
+    ) -> FloatTensor<B> {
+        let (crow, col) = csr_pattern::<B>(metadata, cols, &b.device());
+        let b = if transposed { B::float_transpose(b) } else { b };
+        // SAFETY: `csr_pattern` checked the pattern it built (over `cols` columns, the rows of
+        // `b` once oriented as `[cols, n]`).
+        let out = unsafe { B::csr_spmm(crow, col, flat::<B>(values), b, &TransposeCell::new()) };
+        if transposed {
+            B::float_transpose(out)
+        } else {
+            out
+        }
+    }
+
+    pub fn semi_mm_t<B: SemiKernels>(
+        values: FloatTensor<B>,
+        metadata: IntTensor<B>,
+        cols: usize,
+        g: FloatTensor<B>,
+        transposed: bool,
+    ) -> FloatTensor<B> {
+        let (crow, col) = csr_pattern::<B>(metadata, cols, &g.device());
+        let g = if transposed { B::float_transpose(g) } else { g };
+        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns; the cell is
+        // fresh.
+        let out = unsafe { B::csr_spmm_t(crow, col, flat::<B>(values), g, cols, &TransposeCell::new()) };
+        if transposed {
+            B::float_transpose(out)
+        } else {
+            out
+        }
+    }
+
+    pub fn semi_sddmm<B: SemiKernels>(
+        metadata: IntTensor<B>,
+        cols: usize,
+        g: FloatTensor<B>,
+        b: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        let rows = metadata.shape()[0];
+        let (crow, col) = csr_pattern::<B>(metadata, cols, &g.device());
+        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns (the rows of `b`).
+        B::float_reshape(unsafe { B::csr_sddmm(crow, col, g, b) }, Shape::new([rows, cols / 2]))
+    }
 
     pub fn flat<B: Backend>(values: FloatTensor<B>) -> FloatTensor<B> {
         let n = values.shape().num_elements();
@@ -153,9 +185,51 @@ fn semi_ref_in<'a, T>(layout: SemiLayout<'a>, vals: &'a [T]) -> SemiRef<'a, T> {
     SemiRef::new(layout, vals).unwrap_or_else(|e| panic!("semi-structured product: {e}"))
 }
 
-/// Cube devices: the portable defaults.
+/// Cube devices: the kernels of `cube::semi`, which decode the metadata words on the device
+/// (words stored as i16 take the default: a device that stores i16 has no kernels here).
 #[cfg(feature = "cube")]
-impl SemiKernels for crate::cube::CubeBackend {}
+impl SemiKernels for crate::cube::CubeBackend {
+    fn semi_mm(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        b: FloatTensor<Self>,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
+        use crate::cube::semi::{semi_product, takes_metadata, SemiProduct};
+        if !takes_metadata(&metadata) {
+            return default::semi_mm::<Self>(values, metadata, cols, b, transposed);
+        }
+        semi_product(values, metadata, cols, b, transposed, SemiProduct::Forward)
+    }
+
+    fn semi_mm_t(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        g: FloatTensor<Self>,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
+        use crate::cube::semi::{semi_product, takes_metadata, SemiProduct};
+        if !takes_metadata(&metadata) {
+            return default::semi_mm_t::<Self>(values, metadata, cols, g, transposed);
+        }
+        semi_product(values, metadata, cols, g, transposed, SemiProduct::Transposed)
+    }
+
+    fn semi_sddmm(
+        metadata: IntTensor<Self>,
+        cols: usize,
+        g: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        use crate::cube::semi::takes_metadata;
+        if !takes_metadata(&metadata) {
+            return default::semi_sddmm::<Self>(metadata, cols, g, b);
+        }
+        crate::cube::semi::semi_sddmm(metadata, cols, g, b)
+    }
+}
 
 /// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
 #[cfg(all(feature = "cube", feature = "fusion"))]

@@ -185,9 +185,10 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
     }
 
     /// [`SemiStructuredTensor::from_parts`] for a weight rebuilt from the same parts at every
-    /// step (a layer's parameters): `i16` metadata is checked the first time and again only
-    /// when the tensor, the row length or the pattern changes (see [`PatternMemo`]); other
-    /// integer dtypes are converted and checked at every call, as by `from_parts`.
+    /// step (a layer's parameters): metadata in the device's type ([`metadata_dtype`]) is
+    /// checked the first time and again only when the tensor, the row length or the pattern
+    /// changes (see [`PatternMemo`]); other integer dtypes are converted and checked at every
+    /// call, as by `from_parts`.
     pub fn from_parts_with_memo(
         values: Tensor<2, K>,
         metadata: Tensor<2, Int>,
@@ -195,7 +196,7 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         pattern: SemiPattern,
         memo: &PatternMemo<2>,
     ) -> Result<Self> {
-        if metadata.dtype() != DType::I16 {
+        if metadata.dtype() != metadata_dtype(&metadata.device()) {
             return Self::from_parts(values, metadata, cols, pattern);
         }
         let key = [cols, pattern as usize];
@@ -268,7 +269,8 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
         self.values.clone()
     }
 
-    /// The metadata words `[rows, ceil(cols / 16)]`, `i16` as torch's.
+    /// The metadata words `[rows, ceil(cols / 16)]`, `i16` as torch's ([`metadata_dtype`]: `i32`
+    /// on a device without 16-bit integers).
     pub fn metadata(&self) -> Tensor<2, Int> {
         self.metadata.clone()
     }
@@ -394,7 +396,25 @@ impl SemiStructuredTensor<Int> {
     }
 }
 
-/// The `i16` metadata tensor of a tensor `[rows, cols]`.
+/// The integer type the metadata words of a tensor on `device` are stored in: `i16` where the
+/// device stores it, else `i32` (wgpu: WGSL has no 16-bit integers), holding the words'
+/// sign-extended `i16` readings (the device kernels read their low 16 bits).
+pub fn metadata_dtype(device: &Device) -> DType {
+    if device.supports_dtype(DType::I16) {
+        DType::I16
+    } else {
+        DType::I32
+    }
+}
+
+/// The metadata tensor of a tensor `[rows, cols]`, in [`metadata_dtype`].
 fn metadata_tensor(meta: Vec<i16>, rows: usize, cols: usize, device: &Device) -> Tensor<2, Int> {
-    Tensor::from_data(TensorData::new(meta, [rows, cols.div_ceil(WORD_COLUMNS)]), (device, DType::I16))
+    let shape = [rows, cols.div_ceil(WORD_COLUMNS)];
+    match metadata_dtype(device) {
+        DType::I16 => Tensor::from_data(TensorData::new(meta, shape), (device, DType::I16)),
+        dtype => {
+            let words: Vec<i32> = meta.into_iter().map(i32::from).collect();
+            Tensor::from_data(TensorData::new(words, shape), (device, dtype))
+        }
+    }
 }

@@ -78,7 +78,8 @@ pub struct SemiStructuredLinearConfig {
 pub struct SemiStructuredLinear {
     /// The kept weights `[d_output, d_input / 2]`: the trainable values.
     pub values: Param<Tensor<2>>,
-    /// Metadata words `[d_output, ceil(d_input / 16)]` (`i16`, torch's layout).
+    /// Metadata words `[d_output, ceil(d_input / 16)]` (`i16`, torch's layout; `i32` on a device
+    /// without 16-bit integers).
     pub metadata: Param<Tensor<2, Int>>,
     /// `[d_output]`.
     pub bias: Option<Param<Tensor<1>>>,

@@ -12,6 +12,7 @@ use burn::nn::LinearConfig;
 use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use common_ops::{assert_close_f32, f32s, input, train, Net};
+use sparsegrad::backend::semi_structured::metadata_dtype;
 use sparsegrad::gradcheck::{GradInput, GradcheckOptions};
 use sparsegrad::nn::{prune_2_4, SemiStructuredLinear, SemiStructuredLinearConfig};
 use sparsegrad::prelude::*;
@@ -140,7 +141,7 @@ fn record_round_trip_restores_metadata_values_and_outputs() {
     assert_ne!(words(&skeleton), words(&layer));
     let loaded = skeleton.load_record(ModuleRecord::from_bytes(bytes).unwrap());
     assert_eq!(words(&loaded), words(&layer));
-    assert_eq!(loaded.metadata.val().dtype(), DType::I16);
+    assert_eq!(loaded.metadata.val().dtype(), metadata_dtype(&device));
     assert_eq!(f32s(loaded.forward(x.clone())), expected);
     let path = std::env::temp_dir().join(format!("sparsegrad-semi-linear-{}.bpk", std::process::id()));
     layer.save_file(&path).unwrap();

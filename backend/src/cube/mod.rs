@@ -18,5 +18,6 @@ pub use burn_cubecl::CubeBackend;
 #[cfg(feature = "fusion")]
 pub type FusedCube = burn::backend::fusion::Fusion<CubeBackend>;
 
+pub(crate) mod semi;
 pub(crate) mod softmax;
 pub(crate) mod spmm;

@@ -127,7 +127,7 @@ pub(crate) fn assert_addressable(op: &str, ts: &[&CubeTensor]) {
     }
 }
 
-fn launch_dims(t: &CubeTensor, units: usize) -> (CubeCount, CubeDim) {
+pub(crate) fn launch_dims(t: &CubeTensor, units: usize) -> (CubeCount, CubeDim) {
     let cube_dim = CubeDim::new(&t.client, units);
     (calculate_cube_count_elemwise(&t.client, units, cube_dim), cube_dim)
 }
