@@ -109,8 +109,9 @@ fn index_add_kernel<T: Copy + Default + core::ops::AddAssign + Send + Sync>(
 }
 
 /// Cube devices: burn's `select` for the gather; the scatter-add by the product kernel over the
-/// rows grouped by target (`cube::spmm::index_add_rows`), where burn's `select_assign` walks
-/// every row in one kernel unit (and on lavapipe loses the rows past about 70 000).
+/// rows grouped by target on the device (`cube::spmm::index_add_rows`: a device sort, nothing
+/// read back), where burn's `select_assign` walks every row in one kernel unit (and on
+/// lavapipe loses the rows past about 70 000).
 #[cfg(feature = "cube")]
 impl RowMovement for crate::cube::CubeBackend {
     fn index_add_rows(values: FloatTensor<Self>, targets: IntTensor<Self>, rows: usize) -> FloatTensor<Self> {

@@ -20,4 +20,5 @@ pub type FusedCube = burn::backend::fusion::Fusion<CubeBackend>;
 
 pub(crate) mod semi;
 pub(crate) mod softmax;
+pub(crate) mod sort;
 pub(crate) mod spmm;

@@ -392,36 +392,22 @@ fn host_ints(t: CubeTensor) -> Vec<i64> {
         .collect()
 }
 
-/// `out = zeros([rows, width]); out[targets[j]] += values[j]` for `values [n, width]`: the rows
-/// grouped by target on the host (a stable counting sort of the targets, read back once per
-/// call: index algebra), then summed on the device by the product kernel with unit weights, in
-/// the order of `j` as the host kernel sums them (so f32 sums agree bit for bit).
-///
-/// # Panics
-/// If a target lies outside `0..rows`.
+/// `out = zeros([rows, width]); out[targets[j]] += values[j]` for `values [n, width]`: the
+/// targets sorted stably on the device (`sort`), the offsets of each target's run found by
+/// bisection, then the rows summed by the product kernel with unit weights, in the order of `j`
+/// as the host kernel sums them (so f32 sums agree bit for bit). Nothing is read back. Targets
+/// outside `0..rows` fall in no run, and are left out (the callers' targets are in range).
 pub(crate) fn index_add_rows(values: CubeTensor, targets: CubeTensor, rows: usize) -> CubeTensor {
-    let n = values.meta.shape()[0];
-    let targets = host_ints(targets);
-    let mut offsets = vec![0i64; rows + 1];
-    for &t in &targets {
-        let r = usize::try_from(t).ok().filter(|&r| r < rows);
-        let r = r.unwrap_or_else(|| panic!("index_add_rows: target {t} outside 0..{rows}"));
-        offsets[r + 1] += 1;
+    let [n, width] = [values.meta.shape()[0], values.meta.shape()[1]];
+    if n == 0 || rows == 0 || width == 0 {
+        return zeros_client(values.client.clone(), values.device.clone(), Shape::new([rows, width]), values.dtype);
     }
-    for r in 0..rows {
-        offsets[r + 1] += offsets[r];
-    }
-    let mut next = offsets.clone();
-    let mut order = vec![0i64; n];
-    for (j, &t) in targets.iter().enumerate() {
-        order[next[t as usize] as usize] = j as i64;
-        next[t as usize] += 1;
-    }
-    let (ptr, idx) = (upload_ints(offsets, &values.device), upload_ints(order, &values.device));
+    let (sorted, order) = super::sort::stable_sort(targets);
+    let offsets = super::sort::bounds(&sorted, rows);
     let ones = <CubeBackend as FloatTensorOps<CubeBackend>>::float_ones(
         Shape::new([n]),
         &values.device,
         FloatDType::from(values.dtype),
     );
-    compressed_product(ptr, idx, None, ones, values, None)
+    compressed_product(offsets, order, None, ones, values, None)
 }
