@@ -15,6 +15,7 @@ mod linalg;
 mod matmul;
 mod matmul_grad;
 mod mm_reduce;
+mod movement;
 mod plain_data;
 mod properties;
 mod reduce;

@@ -75,7 +75,12 @@ fn merge_runs<K: Int, P: Int>(
 /// `out[r] = #{ p : sorted[p] < r }` for `r` in `0..=rows`: the offsets of the groups of keys
 /// `0..rows` in the non-decreasing `sorted` (keys outside `0..rows` fall in no group).
 #[cube(launch)]
-fn group_bounds<K: Int, P: Int>(sorted: &Tensor<K>, out: &mut Tensor<P>, n: usize, #[define(K, P)] _dtypes: [ElemType; 2]) {
+fn group_bounds<K: Int, P: Int>(
+    sorted: &Tensor<K>,
+    out: &mut Tensor<P>,
+    n: usize,
+    #[define(K, P)] _dtypes: [ElemType; 2],
+) {
     let r = ABSOLUTE_POS;
     if r >= out.len() {
         terminate!();
