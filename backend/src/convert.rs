@@ -14,10 +14,11 @@ use crate::algebra::{
     sort, validate,
 };
 use crate::alloc::{ensure_allocatable, try_filled, try_vec};
+use crate::coalesce::device_coalesce_plan;
 use crate::error::{Result, SparseError};
 use crate::host::{with_floats, with_ints, FloatSlice};
 use crate::layout::Layout;
-use crate::movement::{gather_index, gather_rows, scatter_add_rows};
+use crate::movement::{gather_index, gather_rows, scatter_add_rows, scatter_add_rows_at};
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{index_dtype_for, int_tensor, numel, reshape, try_int_tensor};
 use crate::{match_floats, match_ints};
@@ -137,6 +138,9 @@ impl<const D: usize> SparseTensor<D> {
         if self.coalesced {
             return Ok(self.clone());
         }
+        if let Some(t) = self.device_coalesce() {
+            return Ok(t);
+        }
         let e = self.entries()?;
         let plan = sort::coalesce_plan(e.keys, &e.sizes);
         if plan.identity {
@@ -146,6 +150,23 @@ impl<const D: usize> SparseTensor<D> {
         let values = scatter_add_rows(e.values, plan.segment, n);
         let indices = int_tensor(plan.coords, [e.sizes.len(), n], self.index_dtype(), &self.device());
         Ok(Self { indices: Indices::Coo(indices), values, coalesced: true, ..self.clone() })
+    }
+
+    /// `coalesce` of a checked COO tensor planned on its device, where the backend plans there
+    /// (`CoalesceKernels`: a Cube device, which then reads back one integer rather than every
+    /// index); `None` elsewhere.
+    fn device_coalesce(&self) -> Option<Self> {
+        let Indices::Coo(indices) = &self.indices else { return None };
+        if self.nnz() < 2 || self.sparse_dim == 0 {
+            return None;
+        }
+        let Some((coords, targets)) = device_coalesce_plan(indices, &self.shape[..self.sparse_dim])? else {
+            // Sorted and unique already: the tensor itself, as on the host.
+            return Some(Self { coalesced: true, ..self.clone() });
+        };
+        let unique = coords.dims()[1];
+        let values = scatter_add_rows_at(self.values.clone(), targets, unique);
+        Some(Self { indices: Indices::Coo(coords), values, coalesced: true, ..self.clone() })
     }
 
     /// TensorFlow's `sparse_reorder`: entries sorted lexicographically (stable), duplicates kept.

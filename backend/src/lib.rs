@@ -24,6 +24,7 @@ pub mod algebra;
 pub use sparsegrad_kernels::alloc;
 pub mod cast;
 pub mod cat;
+pub mod coalesce;
 pub mod construct;
 pub mod convert;
 #[cfg(feature = "cube")]

@@ -169,8 +169,16 @@ pub fn gather_index(ids: Vec<i64>, device: &burn::tensor::Device) -> Tensor<1, I
 /// `zeros([rows, width])` with `values`' rows added at `targets` (duplicates summed).
 pub fn scatter_add_rows(values: Tensor<2>, targets: Vec<i64>, rows: usize) -> Tensor<2> {
     let device = values.device();
-    let targets = gather_index(targets, &device).into_dispatch();
-    Tensor::from_dispatch(<Dispatch as RowMovement>::index_add_rows(values.into_dispatch(), targets, rows))
+    scatter_add_rows_at(values, gather_index(targets, &device), rows)
+}
+
+/// [`scatter_add_rows`] with the targets in a tensor on the values' device.
+pub fn scatter_add_rows_at(values: Tensor<2>, targets: Tensor<1, Int>, rows: usize) -> Tensor<2> {
+    Tensor::from_dispatch(<Dispatch as RowMovement>::index_add_rows(
+        values.into_dispatch(),
+        targets.into_dispatch(),
+        rows,
+    ))
 }
 
 /// `values` rows at `ids`, in that order.

@@ -2,12 +2,14 @@
 //! scatter-add against a host sum in the same order (bit for bit in f32, which is what the
 //! device's grouping of targets must preserve), and the gather, on the test device, with i64
 //! and i32 targets, duplicates, runs in descending order, targets that receive nothing, and
-//! more rows than one merge run or kernel unit covers.
+//! more rows than one merge run or kernel unit covers. Then `coalesce` on the test device (a
+//! Cube device plans it there: `CoalesceKernels`) against the host plan on Flex.
 
 use crate::common_ops::{self, Rng};
 use burn::backend::Dispatch;
-use burn::tensor::{DType, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use sparsegrad::backend::movement::RowMovement;
+use sparsegrad::prelude::*;
 
 fn scatter(values: &[f32], width: usize, targets: &[i64], rows: usize, dtype: DType) -> Vec<f32> {
     let device = common_ops::dev();
@@ -62,4 +64,97 @@ fn gather_rows_reads_each_id() {
     )));
     let expected: Vec<f32> = ids.iter().flat_map(|&i| values[i as usize * width..][..width].to_vec()).collect();
     assert_eq!(got, expected);
+}
+
+/// Uncoalesced COO input of every kind: many duplicates, keys past i32 (a 2^20 x 2^13 shape),
+/// three sparse dims with a dense dim, two entries in descending order, and input sorted and
+/// unique already (the tensor comes back as it is). Indices and values equal to the host
+/// plan's on Flex, bit for bit (both sum each key's entries in their order), and the values'
+/// gradient equal too.
+#[test]
+fn coalesce_matches_the_host_plan() {
+    let mut rng = Rng(43);
+    let cases: [(&[usize], usize, usize, DType); 6] = [
+        (&[1000, 700], 50_000, 1, DType::I64),
+        (&[300, 2], 4000, 1, DType::I32),
+        (&[5, 6, 7], 3000, 3, DType::I32),
+        (&[1 << 20, 1 << 13], 20_000, 1, DType::I64),
+        (&[4, 4], 2, 1, DType::I32),
+        (&[9, 9], 40, 2, DType::I64),
+    ];
+    for (case, &(sizes, nse, width, dtype)) in cases.iter().enumerate() {
+        let mut coords: Vec<Vec<i64>> =
+            (0..nse).map(|_| sizes.iter().map(|&s| rng.below(s) as i64).collect()).collect();
+        if case == 4 {
+            coords = vec![vec![3, 1], vec![0, 2]];
+        }
+        if case == 5 {
+            coords.sort();
+            coords.dedup();
+        }
+        let nse = coords.len();
+        let c = Case {
+            indices: (0..sizes.len()).flat_map(|d| coords.iter().map(move |c| c[d])).collect(),
+            sizes,
+            width,
+            dtype,
+            values: (0..nse * width).map(|_| rng.value()).collect(),
+            weights: (0..nse * width).map(|_| rng.value()).collect(),
+        };
+        let on = |device: &Device| match (sizes.len(), width) {
+            (2, 1) => coalesced::<2, 1>(device, &c),
+            (2, _) => coalesced::<3, 2>(device, &c),
+            _ => coalesced::<4, 2>(device, &c),
+        };
+        let (got, expected) = (on(&common_ops::dev()), on(&Device::flex()));
+        assert_eq!(got, expected, "case {case}: {sizes:?} nse={nse} width={width} {dtype:?}");
+        if case == 5 {
+            assert_eq!(got.0, c.indices, "sorted and unique input comes back as it is");
+        }
+    }
+}
+
+/// One case of [`coalesce_matches_the_host_plan`]: COO indices `[sizes.len(), nse]`, values
+/// `[nse]` or `[nse, width]`, and weights for a loss over the coalesced values.
+struct Case<'a> {
+    indices: Vec<i64>,
+    sizes: &'a [usize],
+    width: usize,
+    dtype: DType,
+    values: Vec<f64>,
+    weights: Vec<f64>,
+}
+
+/// The coalesced indices and values of the case on `device` (a `D`-dim tensor with `V`-dim
+/// values: a dense dim of `width` when `V` is 2), and the values' gradient of
+/// `sum(coalesced values * weights)`.
+fn coalesced<const D: usize, const V: usize>(device: &Device, c: &Case) -> (Vec<i64>, Vec<f32>, Vec<f32>) {
+    let ad = device.clone().autodiff();
+    let nse = c.indices.len() / c.sizes.len();
+    let indices = common_ops::index_on(&c.indices, [c.sizes.len(), nse], c.dtype, &ad);
+    let vshape: [usize; V] = std::array::from_fn(|i| if i == 0 { nse } else { c.width });
+    let values = Tensor::<V>::from_data(TensorData::new(c.values.clone(), vshape), (&ad, DType::F32)).require_grad();
+    let shape: [usize; D] = std::array::from_fn(|i| if i < c.sizes.len() { c.sizes[i] } else { c.width });
+    let s = SparseTensor::<D>::coo(indices, values.clone(), shape).unwrap();
+    let out = s.coalesce();
+    assert!(out.is_coalesced());
+    assert_eq!(out.index_dtype(), c.dtype);
+    let flat = out.values_flat();
+    let unique = flat.dims()[0];
+    let w = Tensor::<2>::from_data(
+        TensorData::new(c.weights[..unique * c.width].to_vec(), [unique, c.width]),
+        (&ad, DType::F32),
+    );
+    let grads = (flat.clone() * w).sum().backward();
+    let grad = values.grad(&grads).unwrap();
+    (
+        common_ops::ints(out.indices().unwrap().inner()),
+        common_ops::f32s(flat.inner()),
+        common_ops::f32s(reshape_flat(grad)),
+    )
+}
+
+fn reshape_flat<const V: usize>(t: Tensor<V>) -> Tensor<1> {
+    let n = t.shape().num_elements();
+    t.reshape([n])
 }

@@ -18,6 +18,7 @@ pub use burn_cubecl::CubeBackend;
 #[cfg(feature = "fusion")]
 pub type FusedCube = burn::backend::fusion::Fusion<CubeBackend>;
 
+pub(crate) mod coalesce;
 pub(crate) mod semi;
 pub(crate) mod softmax;
 pub(crate) mod sort;

@@ -100,7 +100,7 @@ fn group_bounds<K: Int, P: Int>(
 }
 
 /// The index type of the permutations and offsets over `n` entries: i32 where `n` fits.
-fn position_dtype(n: usize) -> DType {
+pub(crate) fn position_dtype(n: usize) -> DType {
     if i32::try_from(n).is_ok() {
         DType::I32
     } else {

@@ -1,0 +1,225 @@
+//! `coalesce` of COO indices on Cube devices: each entry's linear key over the sparse dims, a
+//! stable device sort of the keys (`sort`), the runs of equal keys numbered by a prefix sum,
+//! and the coordinates of each run's key. What is read back is two integers: whether anything
+//! is out of order (a reduction), and the number of runs (the size of the result).
+
+use burn::backend::cubecl::dtype_to_storage_type;
+use burn::backend::{ops::IntTensorOps, read_sync};
+use burn::tensor::{DType, Shape, TensorData};
+use burn_cubecl::cubecl::{self, prelude::*};
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::tensor::CubeTensor;
+use burn_cubecl::CubeBackend;
+
+use super::sort::{position_dtype, stable_sort};
+use super::spmm::{assert_addressable, launch_dims};
+
+/// `keys[e] = Σ_d indices[d, e] · strides[d]` for the entries `e` of `indices [dims, n]`.
+#[cube(launch)]
+fn linear_keys<P: Int, K: Int>(
+    indices: &Tensor<P>,
+    strides: &Tensor<K>,
+    keys: &mut Tensor<K>,
+    n: usize,
+    #[define(P, K)] _dtypes: [ElemType; 2],
+) {
+    let e = ABSOLUTE_POS;
+    if e >= n {
+        terminate!();
+    }
+    let mut key = K::cast_from(0u32);
+    for d in 0..strides.len() {
+        key += K::cast_from(indices[d * n + e]) * strides[d];
+    }
+    keys[e] = key;
+}
+
+/// `out[p] = 1` where the key at `p` is not above the one before (the keys are not strictly
+/// increasing there), else 0.
+#[cube(launch)]
+fn non_increases<K: Int, P: Int>(keys: &Tensor<K>, out: &mut Tensor<P>, #[define(K, P)] _dtypes: [ElemType; 2]) {
+    let p = ABSOLUTE_POS;
+    if p >= out.len() {
+        terminate!();
+    }
+    let mut flag = P::cast_from(0u32);
+    if p > 0 {
+        flag = select(keys[p] <= keys[p - 1], P::cast_from(1u32), P::cast_from(0u32));
+    }
+    out[p] = flag;
+}
+
+/// `starts[p] = 1` where a run of equal keys starts in the sorted `keys` (at `p = 0` and where
+/// the key differs from the one before), else 0.
+#[cube(launch)]
+fn run_starts<K: Int, P: Int>(keys: &Tensor<K>, starts: &mut Tensor<P>, #[define(K, P)] _dtypes: [ElemType; 2]) {
+    let p = ABSOLUTE_POS;
+    if p >= starts.len() {
+        terminate!();
+    }
+    let mut start = P::cast_from(1u32);
+    if p > 0 {
+        start = select(keys[p] != keys[p - 1], P::cast_from(1u32), P::cast_from(0u32));
+    }
+    starts[p] = start;
+}
+
+/// One step of an inclusive prefix sum (Hillis and Steele): `out[i] = x[i] + x[i - shift]`
+/// where `i >= shift`, else `x[i]`.
+#[cube(launch)]
+fn add_shifted<P: Int>(x: &Tensor<P>, out: &mut Tensor<P>, shift: usize, #[define(P)] _dtype: ElemType) {
+    let i = ABSOLUTE_POS;
+    if i >= out.len() {
+        terminate!();
+    }
+    let mut v = x[i];
+    if i >= shift {
+        v += x[i - shift];
+    }
+    out[i] = v;
+}
+
+/// From the sorted keys, their permutation `order` and the inclusive count of run starts
+/// `runs`: each entry's run (`targets[order[p]] = runs[p] - 1`) and each run's coordinates
+/// (`coords [dims, unique]`, written by the run's first entry: `(key / strides[d]) % sizes[d]`).
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn place_runs<K: Int, P: Int, I: Int>(
+    keys: &Tensor<K>,
+    order: &Tensor<P>,
+    runs: &Tensor<P>,
+    strides: &Tensor<K>,
+    sizes: &Tensor<K>,
+    targets: &mut Tensor<P>,
+    coords: &mut Tensor<I>,
+    unique: usize,
+    #[define(K, P, I)] _dtypes: [ElemType; 3],
+) {
+    let p = ABSOLUTE_POS;
+    if p >= keys.len() {
+        terminate!();
+    }
+    let run = usize::cast_from(runs[p]) - 1;
+    targets[usize::cast_from(order[p])] = P::cast_from(run);
+    let mut first = true;
+    if p > 0 {
+        first = keys[p] != keys[p - 1];
+    }
+    if first {
+        let key = keys[p];
+        for d in 0..strides.len() {
+            coords[d * unique + run] = I::cast_from((key / strides[d]) % sizes[d]);
+        }
+    }
+}
+
+fn upload(v: Vec<i64>, dtype: DType, device: &burn_cubecl::CubeDevice) -> CubeTensor {
+    let n = v.len();
+    let data = match dtype {
+        DType::I32 => TensorData::new(v.into_iter().map(|x| x as i32).collect::<Vec<_>>(), [n]),
+        _ => TensorData::new(v, [n]),
+    };
+    <CubeBackend as IntTensorOps<CubeBackend>>::int_from_data(data, device)
+}
+
+/// The coalescing plan of the valid COO indices `indices [dims, n]` over `sizes` (whose product
+/// fits i64, and `n >= 1`): the sorted unique coordinates `[dims, unique]` in the indices'
+/// dtype, and each entry's position among them (`[n]`, the targets of the values'
+/// scatter-add); `None` where they already are sorted and unique. Reads back two integers: the
+/// count of entries out of order or repeated, then the number of unique coordinates.
+pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(CubeTensor, CubeTensor)> {
+    let dims = sizes.len();
+    let n = indices.meta.shape()[1];
+    let (client, device, idtype) = (indices.client.clone(), indices.device.clone(), indices.dtype);
+    let total: u128 = sizes.iter().map(|&s| s as u128).product();
+    let kdtype = if total <= i32::MAX as u128 { DType::I32 } else { DType::I64 };
+    let mut strides = vec![1i64; dims];
+    for d in (0..dims.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * sizes[d + 1] as i64;
+    }
+    let strides = upload(strides, kdtype, &device);
+    let size_t = upload(sizes.iter().map(|&s| s as i64).collect(), kdtype, &device);
+    assert_addressable("coalesce", &[&indices]);
+    let keys = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), kdtype);
+    let (count, dim) = launch_dims(&keys, n);
+    linear_keys::launch(
+        &client,
+        count.clone(),
+        dim,
+        into_contiguous(indices).into_tensor_arg(),
+        strides.clone().into_tensor_arg(),
+        keys.clone().into_tensor_arg(),
+        n,
+        [idtype, kdtype].map(dtype_to_storage_type),
+    );
+    // Strictly increasing already (no entry at or below the one before): nothing to merge.
+    let flags = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), DType::I32);
+    non_increases::launch(
+        &client,
+        count.clone(),
+        dim,
+        keys.clone().into_tensor_arg(),
+        flags.clone().into_tensor_arg(),
+        [kdtype, DType::I32].map(dtype_to_storage_type),
+    );
+    if read_one(<CubeBackend as IntTensorOps<CubeBackend>>::int_sum(flags)) == 0 {
+        return None;
+    }
+    let (keys, order) = stable_sort(keys);
+    let pdtype = position_dtype(n);
+    let mut runs = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+    run_starts::launch(
+        &client,
+        count.clone(),
+        dim,
+        keys.clone().into_tensor_arg(),
+        runs.clone().into_tensor_arg(),
+        [kdtype, pdtype].map(dtype_to_storage_type),
+    );
+    let mut shift = 1;
+    while shift < n {
+        let next = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+        add_shifted::launch(
+            &client,
+            count.clone(),
+            dim,
+            runs.into_tensor_arg(),
+            next.clone().into_tensor_arg(),
+            shift,
+            dtype_to_storage_type(pdtype),
+        );
+        runs = next;
+        shift *= 2;
+    }
+    // The number of runs: the last count, the one value read back.
+    let last =
+        <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(runs.clone(), &[burn::tensor::Slice::from(n - 1..n)]);
+    let unique = read_one(last) as usize;
+    let targets = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+    let coords = empty_device_contiguous_dtype(client.clone(), device, Shape::new([dims, unique]), idtype);
+    place_runs::launch(
+        &client,
+        count,
+        dim,
+        keys.into_tensor_arg(),
+        order.into_tensor_arg(),
+        runs.into_tensor_arg(),
+        strides.into_tensor_arg(),
+        size_t.into_tensor_arg(),
+        targets.clone().into_tensor_arg(),
+        coords.clone().into_tensor_arg(),
+        unique,
+        [kdtype, pdtype, idtype].map(dtype_to_storage_type),
+    );
+    Some((coords, targets))
+}
+
+/// The one element of `t`, read back.
+fn read_one(t: CubeTensor) -> i64 {
+    read_sync(<CubeBackend as IntTensorOps<CubeBackend>>::int_into_data(t))
+        .expect("count readback")
+        .iter::<i64>()
+        .next()
+        .expect("one element")
+}
