@@ -14,15 +14,15 @@ use crate::algebra::{
     sort, validate,
 };
 use crate::alloc::{ensure_allocatable, try_filled, try_vec};
-use crate::coalesce::device_coalesce_plan;
 use crate::error::{Result, SparseError};
 use crate::host::{with_floats, with_ints, FloatSlice};
+use crate::index_kernels::{device_coalesce_plan, device_compress_sorted, device_expand, device_linear_keys};
 use crate::layout::Layout;
 use crate::movement::{gather_index, gather_rows, scatter_add_rows, scatter_add_rows_at};
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{index_dtype_for, int_tensor, numel, reshape, try_int_tensor};
 use crate::{match_floats, match_ints};
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::{DType, Int, Tensor, TensorData};
 
 /// Stored elements in element coordinates: a key over the indexed dims and its dense item.
 pub(crate) struct Entries {
@@ -86,6 +86,11 @@ impl<const D: usize> SparseTensor<D> {
     /// `Allocation` error: a sparse shape can describe more elements than memory holds) or the
     /// tensor was built unchecked with invalid indices.
     pub fn try_to_dense(&self) -> Result<Tensor<D>> {
+        if let Some((keys, values)) = self.device_keys()? {
+            ensure_allocatable(numel(&self.shape), self.dtype().size(), "to_dense")?;
+            let items = numel(&self.shape[..self.shape.len() - self.dense_dim]);
+            return Ok(reshape(scatter_add_rows_at(values, keys, items), self.shape));
+        }
         let e = self.entries()?;
         let items = numel(&e.sizes);
         ensure_allocatable(numel(&self.shape), self.dtype().size(), "to_dense")?;
@@ -153,7 +158,7 @@ impl<const D: usize> SparseTensor<D> {
     }
 
     /// `coalesce` of a checked COO tensor planned on its device, where the backend plans there
-    /// (`CoalesceKernels`: a Cube device, which then reads back one integer rather than every
+    /// (`IndexKernels`: a Cube device, which then reads back one integer rather than every
     /// index); `None` elsewhere.
     fn device_coalesce(&self) -> Option<Self> {
         let Indices::Coo(indices) = &self.indices else { return None };
@@ -167,6 +172,41 @@ impl<const D: usize> SparseTensor<D> {
         let unique = coords.dims()[1];
         let values = scatter_add_rows_at(self.values.clone(), targets, unique);
         Some(Self { indices: Indices::Coo(coords), values, coalesced: true, ..self.clone() })
+    }
+
+    /// The element keys and values `[entries, dense_numel]` computed on the tensor's device,
+    /// where the backend has the kernels (`IndexKernels`: a Cube device) and the layout is COO
+    /// or an unbatched CSR/CSC without blocks; `None` elsewhere (the host's `entries`).
+    fn device_keys(&self) -> Result<Option<(Tensor<1, Int>, Tensor<2>)>> {
+        self.check_invariants()?;
+        let coords = match &self.indices {
+            Indices::Coo(indices) => indices.clone(),
+            Indices::Compressed { .. } => match self.device_coo_indices() {
+                Some(coords) => coords,
+                None => return Ok(None),
+            },
+        };
+        let sizes = &self.shape[..coords.dims()[0]];
+        Ok(device_linear_keys(&coords, sizes).map(|keys| (keys, self.values.clone())))
+    }
+
+    /// The COO indices `[2, nse]` of an unbatched CSR/CSC tensor without blocks, expanded on its
+    /// device (`IndexKernels::expand`) in the plain indices' dtype; `None` for other tensors or
+    /// where the backend expands on the host.
+    fn device_coo_indices(&self) -> Option<Tensor<2, Int>> {
+        let Indices::Compressed { compressed, plain, .. } = &self.indices else { return None };
+        if self.blocksize.is_some() || self.batch_dim != 0 {
+            return None;
+        }
+        let nse = self.nnz();
+        let len = compressed.dims()[1];
+        let expanded = device_expand(&crate::util::reshape_int(compressed.clone(), [len]), nse)?;
+        let dtype = plain.dtype();
+        let expanded = if expanded.dtype() == dtype { expanded } else { expanded.cast(dtype) };
+        let expanded = crate::util::reshape_int(expanded, [1, nse]);
+        let pair =
+            if self.layout.compresses_rows() { vec![expanded, plain.clone()] } else { vec![plain.clone(), expanded] };
+        Some(Tensor::cat(pair, 0))
     }
 
     /// TensorFlow's `sparse_reorder`: entries sorted lexicographically (stable), duplicates kept.
@@ -201,6 +241,19 @@ impl<const D: usize> SparseTensor<D> {
         self.check_invariants()?;
         if self.layout == Layout::Coo {
             return Ok(self.clone());
+        }
+        if let Some(indices) = self.device_coo_indices() {
+            let n = self.nnz();
+            return Ok(Self {
+                layout: Layout::Coo,
+                batch_dim: 0,
+                sparse_dim: 2,
+                blocksize: None,
+                indices: Indices::Coo(indices),
+                values: self.values.clone(),
+                coalesced: self.layout == Layout::Csr || n < 2,
+                ..self.clone()
+            });
         }
         let e = self.entries()?;
         let n = e.keys.len();
@@ -279,17 +332,21 @@ impl<const D: usize> SparseTensor<D> {
         // Row pointers count entries: widened when the entries outnumber the dtype's range.
         let dtype = index_dtype_for(self.index_dtype(), nnz as u64);
         let plain_indices = if dtype == self.index_dtype() { indices.clone() } else { indices.clone().cast(dtype) };
-        let compressed = with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nnz], m)))?;
+        let rows = crate::util::reshape_int(indices.clone().slice([0..1, 0..nnz]), [nnz]);
+        let compressed = match device_compress_sorted(&rows, m) {
+            // Compressed on the device (`IndexKernels`), then in the dtype chosen above.
+            Some(c) => crate::util::reshape_int(if c.dtype() == dtype { c } else { c.cast(dtype) }, [1, m + 1]),
+            None => {
+                let c = with_ints(indices, |s| match_ints!(s, i => compress::compress_sorted(&i[..nnz], m)))?;
+                try_int_tensor(c, [1, m + 1], dtype, &self.device())?
+            }
+        };
         let plain = crate::util::reshape_int(plain_indices.slice([1..2, 0..nnz]), [1, nnz]);
         Ok(Self {
             layout: Layout::Csr,
             batch_dim: 0,
             blocksize: None,
-            indices: Indices::Compressed {
-                compressed: try_int_tensor(compressed, [1, m + 1], dtype, &self.device())?,
-                plain,
-                transposed: Default::default(),
-            },
+            indices: Indices::Compressed { compressed, plain, transposed: Default::default() },
             ..self.clone()
         })
     }

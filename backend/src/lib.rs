@@ -24,7 +24,6 @@ pub mod algebra;
 pub use sparsegrad_kernels::alloc;
 pub mod cast;
 pub mod cat;
-pub mod coalesce;
 pub mod construct;
 pub mod convert;
 #[cfg(feature = "cube")]
@@ -37,6 +36,7 @@ mod flex;
 #[cfg(feature = "sprs")]
 pub mod from_sprs;
 pub mod host;
+pub mod index_kernels;
 pub use sparsegrad_kernels::layout;
 pub mod memo;
 pub mod module;

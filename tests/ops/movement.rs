@@ -3,7 +3,7 @@
 //! device's grouping of targets must preserve), and the gather, on the test device, with i64
 //! and i32 targets, duplicates, runs in descending order, targets that receive nothing, and
 //! more rows than one merge run or kernel unit covers. Then `coalesce` on the test device (a
-//! Cube device plans it there: `CoalesceKernels`) against the host plan on Flex.
+//! Cube device plans it there: `IndexKernels`) against the host plan on Flex.
 
 use crate::common_ops::{self, Rng};
 use burn::backend::Dispatch;
@@ -157,4 +157,48 @@ fn coalesced<const D: usize, const V: usize>(device: &Device, c: &Case) -> (Vec<
 fn reshape_flat<const V: usize>(t: Tensor<V>) -> Tensor<1> {
     let n = t.shape().num_elements();
     t.reshape([n])
+}
+
+/// `to_dense` (duplicates summed), COO -> CSR of a coalesced tensor and CSR/CSC -> COO on the
+/// test device (a Cube device computes the keys, the compression and the expansion there:
+/// `IndexKernels`) against Flex: equal indices, values and dense results bit for bit, with
+/// i32 and i64 indices, empty rows and columns, no entry at all, and the values' gradient of
+/// `to_dense`.
+#[test]
+fn conversions_match_flex() {
+    let mut rng = Rng(44);
+    for (rows, cols, nse, dtype) in [(50, 3000, 20_000, DType::I64), (7, 5, 60, DType::I32), (4, 6, 0, DType::I32)] {
+        let mut idx: Vec<i64> = (0..nse).map(|_| rng.below(rows) as i64).collect();
+        idx.extend((0..nse).map(|_| rng.below(cols) as i64));
+        let values: Vec<f64> = (0..nse).map(|_| rng.value()).collect();
+        let weights: Vec<f64> = (0..rows * cols).map(|_| rng.value()).collect();
+        let on = |device: &Device| {
+            let ad = device.clone().autodiff();
+            let v = Tensor::<1>::from_data(TensorData::new(values.clone(), [nse]), (&ad, DType::F32)).require_grad();
+            let s = SparseTensor::<2>::coo(common_ops::index_on(&idx, [2, nse], dtype, &ad), v.clone(), [rows, cols])
+                .unwrap();
+            let dense = s.to_dense();
+            let w = Tensor::<2>::from_data(TensorData::new(weights.clone(), [rows, cols]), (&ad, DType::F32));
+            let grads = (dense.clone() * w).sum().backward();
+            let grad = common_ops::f32s(v.grad(&grads).unwrap());
+            let csr = s.coalesce().to_sparse_csr().unwrap();
+            let (crow, col) = (csr.crow_indices::<1>().unwrap(), csr.col_indices::<1>().unwrap());
+            let back = csr.to_sparse_coo();
+            assert!(back.is_coalesced());
+            let csc = csr.to_sparse_csc().unwrap();
+            let from_csc = csc.to_sparse_coo();
+            (
+                common_ops::f32s(dense.inner()),
+                grad,
+                (common_ops::ints(crow.inner()), common_ops::ints(col.inner()), csr.index_dtype()),
+                (common_ops::ints(back.indices().unwrap().inner()), common_ops::f32s(back.values_flat().inner())),
+                (
+                    common_ops::ints(from_csc.indices_raw().unwrap().inner()),
+                    common_ops::f32s(from_csc.to_dense().inner()),
+                ),
+            )
+        };
+        let (got, expected) = (on(&common_ops::dev()), on(&Device::flex()));
+        assert_eq!(got, expected, "{rows}x{cols} nse={nse} {dtype:?}");
+    }
 }

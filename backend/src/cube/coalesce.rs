@@ -17,7 +17,7 @@ use super::spmm::{assert_addressable, launch_dims};
 
 /// `keys[e] = Σ_d indices[d, e] · strides[d]` for the entries `e` of `indices [dims, n]`.
 #[cube(launch)]
-fn linear_keys<P: Int, K: Int>(
+fn linear_keys_of<P: Int, K: Int>(
     indices: &Tensor<P>,
     strides: &Tensor<K>,
     keys: &mut Tensor<K>,
@@ -123,6 +123,53 @@ fn upload(v: Vec<i64>, dtype: DType, device: &burn_cubecl::CubeDevice) -> CubeTe
     <CubeBackend as IntTensorOps<CubeBackend>>::int_from_data(data, device)
 }
 
+/// The linear keys (row-major over `sizes`) of the valid COO indices `indices [dims, n]`, in
+/// the type [`key_dtype`] gives, with their strides on the device.
+fn keys_and_strides(indices: CubeTensor, sizes: &[usize]) -> (CubeTensor, CubeTensor, DType) {
+    let dims = sizes.len();
+    let n = indices.meta.shape()[1];
+    let (client, device, idtype) = (indices.client.clone(), indices.device.clone(), indices.dtype);
+    let kdtype = key_dtype(sizes);
+    let mut strides = vec![1i64; dims];
+    for d in (0..dims.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * sizes[d + 1] as i64;
+    }
+    let strides = upload(strides, kdtype, &device);
+    let keys = empty_device_contiguous_dtype(client.clone(), device, Shape::new([n]), kdtype);
+    if n == 0 {
+        return (keys, strides, kdtype);
+    }
+    assert_addressable("the keys of COO indices", &[&indices]);
+    let (count, dim) = launch_dims(&keys, n);
+    linear_keys_of::launch(
+        &client,
+        count,
+        dim,
+        into_contiguous(indices).into_tensor_arg(),
+        strides.clone().into_tensor_arg(),
+        keys.clone().into_tensor_arg(),
+        n,
+        [idtype, kdtype].map(dtype_to_storage_type),
+    );
+    (keys, strides, kdtype)
+}
+
+/// The type of the linear keys over `sizes`: i32 where every key fits, else i64 (the callers
+/// hold a checked shape, whose element count fits i64).
+fn key_dtype(sizes: &[usize]) -> DType {
+    let total: u128 = sizes.iter().map(|&s| s as u128).product();
+    if total <= i32::MAX as u128 {
+        DType::I32
+    } else {
+        DType::I64
+    }
+}
+
+/// The linear keys of the valid COO indices `indices [dims, n]` over `sizes` (row-major).
+pub(crate) fn linear_keys(indices: CubeTensor, sizes: &[usize]) -> CubeTensor {
+    keys_and_strides(indices, sizes).0
+}
+
 /// The coalescing plan of the valid COO indices `indices [dims, n]` over `sizes` (whose product
 /// fits i64, and `n >= 1`): the sorted unique coordinates `[dims, unique]` in the indices'
 /// dtype, and each entry's position among them (`[n]`, the targets of the values'
@@ -132,27 +179,9 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
     let dims = sizes.len();
     let n = indices.meta.shape()[1];
     let (client, device, idtype) = (indices.client.clone(), indices.device.clone(), indices.dtype);
-    let total: u128 = sizes.iter().map(|&s| s as u128).product();
-    let kdtype = if total <= i32::MAX as u128 { DType::I32 } else { DType::I64 };
-    let mut strides = vec![1i64; dims];
-    for d in (0..dims.saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * sizes[d + 1] as i64;
-    }
-    let strides = upload(strides, kdtype, &device);
+    let (keys, strides, kdtype) = keys_and_strides(indices, sizes);
     let size_t = upload(sizes.iter().map(|&s| s as i64).collect(), kdtype, &device);
-    assert_addressable("coalesce", &[&indices]);
-    let keys = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), kdtype);
     let (count, dim) = launch_dims(&keys, n);
-    linear_keys::launch(
-        &client,
-        count.clone(),
-        dim,
-        into_contiguous(indices).into_tensor_arg(),
-        strides.clone().into_tensor_arg(),
-        keys.clone().into_tensor_arg(),
-        n,
-        [idtype, kdtype].map(dtype_to_storage_type),
-    );
     // Strictly increasing already (no entry at or below the one before): nothing to merge.
     let flags = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), DType::I32);
     non_increases::launch(

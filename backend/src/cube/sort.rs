@@ -14,7 +14,7 @@ use burn::backend::cubecl::dtype_to_storage_type;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::cubecl::{self, prelude::*};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::tensor::CubeTensor;
 
 use super::spmm::{assert_addressable, launch_dims};
@@ -146,10 +146,58 @@ pub(crate) fn stable_sort(keys: CubeTensor) -> (CubeTensor, CubeTensor) {
     (keys, items)
 }
 
+/// `rows[p]`, for every entry `p` of the compressed indices `ptr [rows + 1]`: the last row
+/// starting at or before `p`, by bisection.
+#[cube(launch)]
+fn entry_rows<P: Int>(ptr: &Tensor<P>, out: &mut Tensor<P>, rows: usize, #[define(P)] _dtype: ElemType) {
+    let p = ABSOLUTE_POS;
+    if p >= out.len() {
+        terminate!();
+    }
+    // `ptr[lo] <= p < ptr[hi]` throughout: `ptr[0] = 0` and `ptr[rows] = nse > p`.
+    let mut lo = 0;
+    let mut hi = rows;
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if usize::cast_from(ptr[mid]) <= p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    out[p] = P::cast_from(lo);
+}
+
+/// The row of each of the `nse` entries of the valid compressed indices `ptr [rows + 1]`, in
+/// their dtype.
+pub(crate) fn expand(ptr: CubeTensor, nse: usize) -> CubeTensor {
+    let rows = ptr.meta.num_elements() - 1;
+    let out = empty_device_contiguous_dtype(ptr.client.clone(), ptr.device.clone(), Shape::new([nse]), ptr.dtype);
+    if nse == 0 {
+        return out;
+    }
+    assert_addressable("the rows of compressed indices", &[&out]);
+    let (count, dim) = launch_dims(&out, nse);
+    let dtype = dtype_to_storage_type(ptr.dtype);
+    entry_rows::launch(
+        &out.client,
+        count,
+        dim,
+        into_contiguous(ptr).into_tensor_arg(),
+        out.clone().into_tensor_arg(),
+        rows,
+        dtype,
+    );
+    out
+}
+
 /// The offsets `[rows + 1]` of the groups of keys `0..rows` in the non-decreasing `sorted`.
 pub(crate) fn bounds(sorted: &CubeTensor, rows: usize) -> CubeTensor {
     let n = sorted.meta.num_elements();
     let pdtype = position_dtype(n);
+    if n == 0 {
+        return zeros_client(sorted.client.clone(), sorted.device.clone(), Shape::new([rows + 1]), pdtype);
+    }
     let out =
         empty_device_contiguous_dtype(sorted.client.clone(), sorted.device.clone(), Shape::new([rows + 1]), pdtype);
     assert_addressable("group bounds", &[&out]);

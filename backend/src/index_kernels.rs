@@ -1,0 +1,129 @@
+//! Index algebra computed where the indices live, behind the extension trait
+//! [`IndexKernels`]: on a Cube device the keys of COO entries, the coalescing plan (keys sorted
+//! and numbered there), and the compression and expansion of sorted row indices run as
+//! kernels, so `coalesce`, `to_dense` and the CSR <-> COO conversions read back at most a count
+//! instead of every index. Flex (whose indices are host memory already) and the other backends
+//! answer `None`, and the callers plan on the host. Index tensors are never tracked, so
+//! autodiff devices delegate to their inner backend.
+
+use burn::backend::{backend_extension, tensor::IntTensor, Backend, Flex};
+use burn::tensor::{Int, Tensor};
+
+/// Index algebra on the indices' device.
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+pub trait IndexKernels: Backend {
+    /// The linear key of each entry of the valid COO indices `[sizes.len(), n]` over `sizes`
+    /// (row-major; their product fits i64): `[n]`, i32 where every key fits, else i64.
+    fn linear_keys(indices: IntTensor<Self>, sizes: &[usize]) -> Option<IntTensor<Self>> {
+        let _ = (indices, sizes);
+        None
+    }
+
+    /// For valid COO indices `[sizes.len(), n]` over `sizes` (their product fits i64, `n >= 1`):
+    /// `Some(Some(..))`, the sorted unique coordinates `[sizes.len(), unique]` in the indices'
+    /// dtype and each entry's position among them (`[n]`, i32 or i64); `Some(None)` where the
+    /// indices already are sorted and unique.
+    fn coalesce_plan(indices: IntTensor<Self>, sizes: &[usize]) -> Option<Option<(IntTensor<Self>, IntTensor<Self>)>> {
+        let _ = (indices, sizes);
+        None
+    }
+
+    /// The compressed indices `[rows + 1]` (i32 or i64) of the non-decreasing row indices
+    /// `sorted [n]`, all in `0..rows`.
+    fn compress_sorted(sorted: IntTensor<Self>, rows: usize) -> Option<IntTensor<Self>> {
+        let _ = (sorted, rows);
+        None
+    }
+
+    /// The row of each of the `nse` entries of the valid compressed indices `[rows + 1]`, in
+    /// their dtype.
+    fn expand(compressed: IntTensor<Self>, nse: usize) -> Option<IntTensor<Self>> {
+        let _ = (compressed, nse);
+        None
+    }
+}
+
+impl IndexKernels for Flex {}
+
+/// Cube devices: the kernels of `cube::coalesce` and `cube::sort`, for 32- and 64-bit indices
+/// (wgpu has no narrower integers; other dtypes plan on the host).
+#[cfg(feature = "cube")]
+impl IndexKernels for crate::cube::CubeBackend {
+    fn linear_keys(indices: IntTensor<Self>, sizes: &[usize]) -> Option<IntTensor<Self>> {
+        wide(&indices).then(|| crate::cube::coalesce::linear_keys(indices, sizes))
+    }
+
+    fn coalesce_plan(indices: IntTensor<Self>, sizes: &[usize]) -> Option<Option<(IntTensor<Self>, IntTensor<Self>)>> {
+        wide(&indices).then(|| crate::cube::coalesce::coalesce_plan(indices, sizes))
+    }
+
+    fn compress_sorted(sorted: IntTensor<Self>, rows: usize) -> Option<IntTensor<Self>> {
+        wide(&sorted).then(|| crate::cube::sort::bounds(&burn_cubecl::kernel::into_contiguous(sorted), rows))
+    }
+
+    fn expand(compressed: IntTensor<Self>, nse: usize) -> Option<IntTensor<Self>> {
+        wide(&compressed).then(|| crate::cube::sort::expand(compressed, nse))
+    }
+}
+
+/// Whether the Cube kernels take an index tensor of this dtype.
+#[cfg(feature = "cube")]
+fn wide(t: &burn_cubecl::tensor::CubeTensor) -> bool {
+    matches!(t.dtype, burn::tensor::DType::I32 | burn::tensor::DType::I64)
+}
+
+/// Cube devices under burn's `fusion`: planned on the host.
+#[cfg(all(feature = "cube", feature = "fusion"))]
+impl IndexKernels for crate::cube::FusedCube {}
+
+mod autodiff_impl {
+    use super::*;
+    use burn::backend::autodiff::{checkpoint::strategy::CheckpointStrategy, Autodiff};
+
+    impl<B: IndexKernels, C: CheckpointStrategy> IndexKernels for Autodiff<B, C> {
+        fn linear_keys(indices: IntTensor<Self>, sizes: &[usize]) -> Option<IntTensor<Self>> {
+            B::linear_keys(indices, sizes)
+        }
+
+        fn coalesce_plan(
+            indices: IntTensor<Self>,
+            sizes: &[usize],
+        ) -> Option<Option<(IntTensor<Self>, IntTensor<Self>)>> {
+            B::coalesce_plan(indices, sizes)
+        }
+
+        fn compress_sorted(sorted: IntTensor<Self>, rows: usize) -> Option<IntTensor<Self>> {
+            B::compress_sorted(sorted, rows)
+        }
+
+        fn expand(compressed: IntTensor<Self>, nse: usize) -> Option<IntTensor<Self>> {
+            B::expand(compressed, nse)
+        }
+    }
+}
+
+type Dispatch = burn::backend::Dispatch;
+
+/// The merged coordinates and each entry's position among them.
+pub(crate) type Merge = (Tensor<2, Int>, Tensor<1, Int>);
+
+/// [`IndexKernels::coalesce_plan`] for an Int tensor of any device.
+pub(crate) fn device_coalesce_plan(indices: &Tensor<2, Int>, sizes: &[usize]) -> Option<Option<Merge>> {
+    let plan = <Dispatch as IndexKernels>::coalesce_plan(indices.clone().into_dispatch(), sizes)?;
+    Some(plan.map(|(coords, targets)| (Tensor::from_dispatch(coords), Tensor::from_dispatch(targets))))
+}
+
+/// [`IndexKernels::linear_keys`] for an Int tensor of any device.
+pub(crate) fn device_linear_keys(indices: &Tensor<2, Int>, sizes: &[usize]) -> Option<Tensor<1, Int>> {
+    <Dispatch as IndexKernels>::linear_keys(indices.clone().into_dispatch(), sizes).map(Tensor::from_dispatch)
+}
+
+/// [`IndexKernels::compress_sorted`] for an Int tensor of any device.
+pub(crate) fn device_compress_sorted(sorted: &Tensor<1, Int>, rows: usize) -> Option<Tensor<1, Int>> {
+    <Dispatch as IndexKernels>::compress_sorted(sorted.clone().into_dispatch(), rows).map(Tensor::from_dispatch)
+}
+
+/// [`IndexKernels::expand`] for an Int tensor of any device.
+pub(crate) fn device_expand(compressed: &Tensor<1, Int>, nse: usize) -> Option<Tensor<1, Int>> {
+    <Dispatch as IndexKernels>::expand(compressed.clone().into_dispatch(), nse).map(Tensor::from_dispatch)
+}
