@@ -146,14 +146,10 @@ pub(crate) fn stable_sort(keys: CubeTensor) -> (CubeTensor, CubeTensor) {
     (keys, items)
 }
 
-/// `rows[p]`, for every entry `p` of the compressed indices `ptr [rows + 1]`: the last row
-/// starting at or before `p`, by bisection.
-#[cube(launch)]
-fn entry_rows<P: Int>(ptr: &Tensor<P>, out: &mut Tensor<P>, rows: usize, #[define(P)] _dtype: ElemType) {
-    let p = ABSOLUTE_POS;
-    if p >= out.len() {
-        terminate!();
-    }
+/// The row of entry `p` of the compressed indices `ptr [rows + 1]` (`p < ptr[rows]`): the last
+/// row starting at or before `p`, by bisection.
+#[cube]
+pub(crate) fn row_of<P: Int>(ptr: &Tensor<P>, rows: usize, p: usize) -> usize {
     // `ptr[lo] <= p < ptr[hi]` throughout: `ptr[0] = 0` and `ptr[rows] = nse > p`.
     let mut lo = 0;
     let mut hi = rows;
@@ -165,7 +161,17 @@ fn entry_rows<P: Int>(ptr: &Tensor<P>, out: &mut Tensor<P>, rows: usize, #[defin
             hi = mid;
         }
     }
-    out[p] = P::cast_from(lo);
+    lo
+}
+
+/// `out[p]`, the row of every entry `p` of the compressed indices `ptr [rows + 1]`.
+#[cube(launch)]
+fn entry_rows<P: Int>(ptr: &Tensor<P>, out: &mut Tensor<P>, rows: usize, #[define(P)] _dtype: ElemType) {
+    let p = ABSOLUTE_POS;
+    if p >= out.len() {
+        terminate!();
+    }
+    out[p] = P::cast_from(row_of::<P>(ptr, rows, p));
 }
 
 /// The row of each of the `nse` entries of the valid compressed indices `ptr [rows + 1]`, in

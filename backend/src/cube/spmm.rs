@@ -27,6 +27,8 @@ use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{CubeBackend, CubeDevice};
 use sparsegrad_kernels::pattern::{CscPattern, TransposeCell};
 
+use super::sort::row_of;
+
 /// `out[r, j] = Σ_{q ∈ ptr[r]..ptr[r + 1]} values[v(q)] · x[idx[q], j]`, one unit per element of
 /// `out [rows, n]`; `v(q)` is `perm[q]` when `permuted` (a transposed view's entry order), else `q`.
 #[cube(launch)]
@@ -57,7 +59,7 @@ fn compressed_times_dense<F: Float, P: Int, J: Int>(
 }
 
 /// `out[p] = Σⱼ a[row(p), j] · b[idx[p], j]` for every entry `p` of the pattern `ptr [rows + 1]`,
-/// one unit per entry; `row(p)`, the last row starting at or before `p`, by bisection of `ptr`.
+/// one unit per entry; `row(p)` by bisection of `ptr` (`sort::row_of`).
 #[cube(launch)]
 fn sampled_row_dots<F: Float, P: Int, J: Int>(
     ptr: &Tensor<P>,
@@ -73,18 +75,7 @@ fn sampled_row_dots<F: Float, P: Int, J: Int>(
     if p >= out.len() {
         terminate!();
     }
-    // `ptr[lo] <= p < ptr[hi]` throughout: `ptr[0] = 0` and `ptr[rows] = nnz > p`.
-    let mut lo = 0;
-    let mut hi = rows;
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if usize::cast_from(ptr[mid]) <= p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let a_row = lo * n;
+    let a_row = row_of::<P>(ptr, rows, p) * n;
     let b_row = usize::cast_from(idx[p]) * n;
     let mut acc = F::new(0.0);
     for j in 0..n {
