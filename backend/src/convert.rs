@@ -16,9 +16,12 @@ use crate::algebra::{
 use crate::alloc::{ensure_allocatable, try_filled, try_vec};
 use crate::error::{Result, SparseError};
 use crate::host::{with_floats, with_ints, FloatSlice};
-use crate::index_kernels::{device_coalesce_plan, device_compress_sorted, device_expand, device_linear_keys};
+use crate::index_kernels::{
+    device_coalesce_plan, device_compress_sorted, device_delinearize, device_expand, device_linear_keys,
+    device_nonzero_rows,
+};
 use crate::layout::Layout;
-use crate::movement::{gather_index, gather_rows, scatter_add_rows, scatter_add_rows_at};
+use crate::movement::{gather_index, gather_rows, gather_rows_at, scatter_add_rows, scatter_add_rows_at};
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{index_dtype_for, int_tensor, numel, reshape, try_int_tensor};
 use crate::{match_floats, match_ints};
@@ -480,6 +483,16 @@ fn nonzero_rows(flat: &Tensor<2>) -> Vec<i64> {
     with_floats(flat, |s| match_floats!(s, v => nonzero_items(v, item)))
 }
 
+/// The positions of the items of `flat [items, item]` that hold a non-zero and their
+/// coordinates `[sizes.len(), n]` over `sizes` in `index_dtype`, found on the tensor's device
+/// (`IndexKernels`: a Cube device reads back only their count); `None` where the backend finds
+/// them on the host.
+fn device_nonzeros(flat: &Tensor<2>, sizes: &[usize], index_dtype: DType) -> Option<(Tensor<1, Int>, Tensor<2, Int>)> {
+    let ids = device_nonzero_rows(flat)?;
+    let coords = device_delinearize(&ids, sizes, index_dtype)?;
+    Some((ids, coords))
+}
+
 /// Dense -> sparse in any layout (the body of `ToSparse`).
 pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Result<SparseTensor<D>> {
     let shape = dense.dims();
@@ -501,6 +514,20 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     if spec.layout == Layout::Coo {
         let items = numel(&shape[..m]);
         let flat = reshape(dense, [items, item]);
+        if let Some((ids, indices)) = device_nonzeros(&flat, &shape[..m], spec.index_dtype) {
+            return Ok(SparseTensor {
+                layout: Layout::Coo,
+                shape,
+                batch_dim: 0,
+                sparse_dim: m,
+                dense_dim: k,
+                blocksize: None,
+                indices: Indices::Coo(indices),
+                values: gather_rows_at(flat, ids),
+                coalesced: true,
+                trust: Trust::Checked,
+            });
+        }
         let ids = nonzero_rows(&flat);
         let keys_u: Vec<u64> = ids.iter().map(|&i| i as u64).collect();
         let n = ids.len();
@@ -544,6 +571,44 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     } else {
         (nb, mb, reshape(blocks.permute([0, 3, 1, 2, 4, 5]), [batch * mb * nb, br * bc * item]))
     };
+    if spec.layout == Layout::Csr && batch == 1 {
+        if let Some((ids, coords, crow)) =
+            device_nonzeros(&flat, &[rows, cols], spec.index_dtype).and_then(|(ids, coords)| {
+                let nse = ids.dims()[0];
+                let row = crate::util::reshape_int(coords.clone().slice([0..1, 0..nse]), [nse]);
+                Some((ids, coords, device_compress_sorted(&row, rows)?))
+            })
+        {
+            let nse = ids.dims()[0];
+            let (max, name) = validate::index_dtype_max(spec.index_dtype)?;
+            if nse as u128 > max as u128 {
+                return Err(SparseError::DimensionTooLarge {
+                    component: "nse",
+                    dim: b,
+                    size: nse,
+                    index_dtype: name,
+                    max,
+                });
+            }
+            let crow = if crow.dtype() == spec.index_dtype { crow } else { crow.cast(spec.index_dtype) };
+            return Ok(SparseTensor {
+                layout: Layout::Csr,
+                shape,
+                batch_dim: b,
+                sparse_dim: 2,
+                dense_dim: k,
+                blocksize: None,
+                indices: Indices::Compressed {
+                    compressed: crate::util::reshape_int(crow, [1, rows + 1]),
+                    plain: coords.slice([1..2, 0..nse]),
+                    transposed: Default::default(),
+                },
+                values: gather_rows_at(flat, ids),
+                coalesced: true,
+                trust: Trust::Checked,
+            });
+        }
+    }
     if spec.layout == Layout::Csr && item == 1 && k == 0 && !flat.is_tracked() {
         if let Some(s) = untracked_csr(&flat, shape, batch, rows, cols, spec.index_dtype)? {
             return Ok(s);

@@ -1,13 +1,18 @@
 //! Index algebra computed where the indices live, behind the extension trait
 //! [`IndexKernels`]: on a Cube device the keys of COO entries, the coalescing plan (keys sorted
 //! and numbered there), and the compression and expansion of sorted row indices run as
-//! kernels, so `coalesce`, `to_dense` and the CSR <-> COO conversions read back at most a count
-//! instead of every index. Flex (whose indices are host memory already) and the other backends
+//! kernels, as do the non-zeros of a dense tensor and their coordinates, so `coalesce`,
+//! `to_dense`, the CSR <-> COO conversions and dense -> COO/CSR read back at most a count
+//! instead of every index (or every element). Flex (whose indices are host memory already) and the other backends
 //! answer `None`, and the callers plan on the host. Index tensors are never tracked, so
 //! autodiff devices delegate to their inner backend.
 
-use burn::backend::{backend_extension, tensor::IntTensor, Backend, Flex};
-use burn::tensor::{Int, Tensor};
+use burn::backend::{
+    backend_extension,
+    tensor::{FloatTensor, IntTensor},
+    Backend, Flex,
+};
+use burn::tensor::{DType, Int, IntDType, Tensor};
 
 /// Index algebra on the indices' device.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
@@ -41,6 +46,20 @@ pub trait IndexKernels: Backend {
         let _ = (compressed, nse);
         None
     }
+
+    /// The positions (ascending, i32 or i64) of the rows of `flat [items, item]` that hold an
+    /// element other than zero (NaN included).
+    fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
+        let _ = flat;
+        None
+    }
+
+    /// The coordinates `[sizes.len(), n]` over `sizes` (row-major) of the linear keys `keys [n]`
+    /// (each below the product of `sizes`), in `dtype` (which holds every size).
+    fn delinearize(keys: IntTensor<Self>, sizes: &[usize], dtype: IntDType) -> Option<IntTensor<Self>> {
+        let _ = (keys, sizes, dtype);
+        None
+    }
 }
 
 impl IndexKernels for Flex {}
@@ -63,6 +82,23 @@ impl IndexKernels for crate::cube::CubeBackend {
 
     fn expand(compressed: IntTensor<Self>, nse: usize) -> Option<IntTensor<Self>> {
         wide(&compressed).then(|| crate::cube::sort::expand(compressed, nse))
+    }
+
+    fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
+        use burn::backend::ops::FloatTensorOps;
+        // Other float types as f32 (exact for the test against zero, NaN stays NaN).
+        let flat = if crate::cube::spmm::takes(flat.dtype) {
+            flat
+        } else {
+            Self::float_cast(flat, burn::tensor::FloatDType::F32)
+        };
+        Some(crate::cube::coalesce::nonzero_rows(flat))
+    }
+
+    fn delinearize(keys: IntTensor<Self>, sizes: &[usize], dtype: IntDType) -> Option<IntTensor<Self>> {
+        let dtype = burn::tensor::DType::from(dtype);
+        let wide_out = matches!(dtype, burn::tensor::DType::I32 | burn::tensor::DType::I64);
+        (wide(&keys) && wide_out).then(|| crate::cube::coalesce::delinearize(keys, sizes, dtype))
     }
 }
 
@@ -99,6 +135,14 @@ mod autodiff_impl {
         fn expand(compressed: IntTensor<Self>, nse: usize) -> Option<IntTensor<Self>> {
             B::expand(compressed, nse)
         }
+
+        fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
+            B::nonzero_rows(flat.primitive().clone())
+        }
+
+        fn delinearize(keys: IntTensor<Self>, sizes: &[usize], dtype: IntDType) -> Option<IntTensor<Self>> {
+            B::delinearize(keys, sizes, dtype)
+        }
     }
 }
 
@@ -126,4 +170,19 @@ pub(crate) fn device_compress_sorted(sorted: &Tensor<1, Int>, rows: usize) -> Op
 /// [`IndexKernels::expand`] for an Int tensor of any device.
 pub(crate) fn device_expand(compressed: &Tensor<1, Int>, nse: usize) -> Option<Tensor<1, Int>> {
     <Dispatch as IndexKernels>::expand(compressed.clone().into_dispatch(), nse).map(Tensor::from_dispatch)
+}
+
+/// [`IndexKernels::nonzero_rows`] for a tensor of any device.
+pub(crate) fn device_nonzero_rows(flat: &Tensor<2>) -> Option<Tensor<1, Int>> {
+    <Dispatch as IndexKernels>::nonzero_rows(flat.clone().into_dispatch()).map(Tensor::from_dispatch)
+}
+
+/// [`IndexKernels::delinearize`] for a tensor of any device (`None` for an index dtype that is
+/// not a signed integer type).
+pub(crate) fn device_delinearize(keys: &Tensor<1, Int>, sizes: &[usize], dtype: DType) -> Option<Tensor<2, Int>> {
+    if !matches!(dtype, DType::I64 | DType::I32 | DType::I16 | DType::I8) {
+        return None;
+    }
+    let dtype = IntDType::from(dtype);
+    <Dispatch as IndexKernels>::delinearize(keys.clone().into_dispatch(), sizes, dtype).map(Tensor::from_dispatch)
 }

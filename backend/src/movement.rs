@@ -184,8 +184,12 @@ pub fn scatter_add_rows_at(values: Tensor<2>, targets: Tensor<1, Int>, rows: usi
 /// `values` rows at `ids`, in that order.
 pub fn gather_rows(values: Tensor<2>, ids: Vec<i64>) -> Tensor<2> {
     let device = values.device();
-    let ids = gather_index(ids, &device).into_dispatch();
-    Tensor::from_dispatch(<Dispatch as RowMovement>::gather_rows(values.into_dispatch(), ids))
+    gather_rows_at(values, gather_index(ids, &device))
+}
+
+/// [`gather_rows`] with the ids in a tensor on the values' device.
+pub fn gather_rows_at(values: Tensor<2>, ids: Tensor<1, Int>) -> Tensor<2> {
+    Tensor::from_dispatch(<Dispatch as RowMovement>::gather_rows(values.into_dispatch(), ids.into_dispatch()))
 }
 
 mod autodiff_impl {

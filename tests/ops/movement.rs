@@ -8,6 +8,7 @@
 use crate::common_ops::{self, Rng};
 use burn::backend::Dispatch;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use sparsegrad::backend::convert::SparseSpec;
 use sparsegrad::backend::movement::RowMovement;
 use sparsegrad::prelude::*;
 
@@ -200,5 +201,64 @@ fn conversions_match_flex() {
         };
         let (got, expected) = (on(&common_ops::dev()), on(&Device::flex()));
         assert_eq!(got, expected, "{rows}x{cols} nse={nse} {dtype:?}");
+    }
+}
+
+/// Dense -> COO (with and without a dense dim) and dense -> CSR (a Cube device finds the
+/// non-zeros by a prefix sum there and reads back their count: `IndexKernels`) against Flex:
+/// zeros and negative zeros left out, NaN kept, an all-zero and an empty tensor, i32 and i64
+/// indices, f32 and f16, and the dense input's gradient through the stored values.
+#[test]
+fn dense_to_sparse_matches_flex() {
+    let mut rng = Rng(45);
+    for (rows, cols, density) in [(40, 300, 0.05), (6, 7, 0.5), (5, 4, 0.0), (0, 3, 0.5)] {
+        let mut data: Vec<f64> = (0..rows * cols)
+            .map(|_| {
+                if rng.unit() < density {
+                    rng.value()
+                } else if rng.unit() < 0.5 {
+                    -0.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        if rows * cols > 10 && density > 0.0 {
+            data[7] = f64::NAN;
+        }
+        let weights: Vec<f64> = (0..rows * cols).map(|_| rng.value()).collect();
+        for (dtype, index) in [(DType::F32, DType::I64), (DType::F16, DType::I32)] {
+            let on = |device: &Device| {
+                let ad = device.clone().autodiff();
+                let x = Tensor::<2>::from_data(TensorData::new(data.clone(), [rows, cols]), (&ad, DType::F64))
+                    .cast(dtype)
+                    .require_grad();
+                let spec = |layout, dense_dim| SparseSpec { dense_dim, index_dtype: index, ..SparseSpec::new(layout) };
+                let coo = x.clone().to_sparse_with(spec(Layout::Coo, 0)).unwrap();
+                let hybrid = x.clone().to_sparse_with(spec(Layout::Coo, 1)).unwrap();
+                let csr = x.clone().to_sparse_with(spec(Layout::Csr, 0)).unwrap();
+                let w = |n: usize| {
+                    Tensor::<2>::from_data(TensorData::new(weights[..n].to_vec(), [n, 1]), (&ad, DType::F64))
+                        .cast(dtype)
+                };
+                let stored = coo.values_flat();
+                let n = stored.dims()[0];
+                let grads = (stored.clone() * w(n)).sum().backward();
+                let bits = |t: Tensor<2>| common_ops::floats(t.inner()).iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                (
+                    (common_ops::ints(coo.indices().unwrap().inner()), bits(stored), coo.index_dtype()),
+                    (common_ops::ints(hybrid.indices().unwrap().inner()), bits(hybrid.values_flat())),
+                    (
+                        common_ops::ints(csr.crow_indices::<1>().unwrap().inner()),
+                        common_ops::ints(csr.col_indices::<1>().unwrap().inner()),
+                        bits(csr.values_flat()),
+                        csr.index_dtype(),
+                    ),
+                    bits(x.grad(&grads).unwrap()),
+                )
+            };
+            let (got, expected) = (on(&common_ops::dev()), on(&Device::flex()));
+            assert_eq!(got, expected, "{rows}x{cols} density {density} {dtype:?} {index:?}");
+        }
     }
 }

@@ -197,7 +197,7 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
     }
     let (keys, order) = stable_sort(keys);
     let pdtype = position_dtype(n);
-    let mut runs = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+    let runs = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
     run_starts::launch(
         &client,
         count.clone(),
@@ -206,21 +206,7 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
         runs.clone().into_tensor_arg(),
         [kdtype, pdtype].map(dtype_to_storage_type),
     );
-    let mut shift = 1;
-    while shift < n {
-        let next = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
-        add_shifted::launch(
-            &client,
-            count.clone(),
-            dim,
-            runs.into_tensor_arg(),
-            next.clone().into_tensor_arg(),
-            shift,
-            dtype_to_storage_type(pdtype),
-        );
-        runs = next;
-        shift *= 2;
-    }
+    let runs = inclusive_sum(runs);
     // The number of runs: the last count, the one value read back.
     let last =
         <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(runs.clone(), &[burn::tensor::Slice::from(n - 1..n)]);
@@ -242,6 +228,161 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
         [kdtype, pdtype, idtype].map(dtype_to_storage_type),
     );
     Some((coords, targets))
+}
+
+/// The inclusive prefix sum of `x [n]` (Hillis and Steele: `log2 n` passes of `n` units).
+fn inclusive_sum(mut x: CubeTensor) -> CubeTensor {
+    let n = x.meta.num_elements();
+    let (client, device, dtype) = (x.client.clone(), x.device.clone(), x.dtype);
+    let (count, dim) = launch_dims(&x, n);
+    let mut shift = 1;
+    while shift < n {
+        let next = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), dtype);
+        add_shifted::launch(
+            &client,
+            count.clone(),
+            dim,
+            x.into_tensor_arg(),
+            next.clone().into_tensor_arg(),
+            shift,
+            dtype_to_storage_type(dtype),
+        );
+        x = next;
+        shift *= 2;
+    }
+    x
+}
+
+/// `flags[i] = 1` where row `i` of `x [items, width]` holds an element other than zero (NaN
+/// included), else 0.
+#[cube(launch)]
+fn nonzero_flags<F: Float, P: Int>(
+    x: &Tensor<F>,
+    flags: &mut Tensor<P>,
+    width: usize,
+    #[define(F, P)] _dtypes: [ElemType; 2],
+) {
+    let i = ABSOLUTE_POS;
+    if i >= flags.len() {
+        terminate!();
+    }
+    let mut any = P::cast_from(0u32);
+    for j in 0..width {
+        // `!(v == 0)` rather than `v != 0`: true for NaN whatever the compiler's `!=` does.
+        any = select(!(x[i * width + j] == F::new(0.0)), P::cast_from(1u32), any);
+    }
+    flags[i] = any;
+}
+
+/// `ids[counts[i] - 1] = i` for every flagged row `i` (`counts`, the inclusive sum of the flags).
+#[cube(launch)]
+fn flagged_positions<P: Int>(
+    flags: &Tensor<P>,
+    counts: &Tensor<P>,
+    ids: &mut Tensor<P>,
+    #[define(P)] _dtype: ElemType,
+) {
+    let i = ABSOLUTE_POS;
+    if i >= flags.len() {
+        terminate!();
+    }
+    if flags[i] != P::cast_from(0u32) {
+        ids[usize::cast_from(counts[i]) - 1] = P::cast_from(i);
+    }
+}
+
+/// `coords[d, s] = (keys[s] / strides[d]) % sizes[d]`.
+#[cube(launch)]
+fn coordinates<K: Int, I: Int>(
+    keys: &Tensor<K>,
+    strides: &Tensor<K>,
+    sizes: &Tensor<K>,
+    coords: &mut Tensor<I>,
+    n: usize,
+    #[define(K, I)] _dtypes: [ElemType; 2],
+) {
+    let at = ABSOLUTE_POS;
+    if at >= coords.len() {
+        terminate!();
+    }
+    let d = at / n;
+    let key = keys[at % n];
+    coords[at] = I::cast_from((key / strides[d]) % sizes[d]);
+}
+
+/// The positions (ascending, in `sort::position_dtype`) of the rows of `flat [items, width]`
+/// that hold an element other than zero. Reads back one integer, their count.
+pub(crate) fn nonzero_rows(flat: CubeTensor) -> CubeTensor {
+    let [items, width] = [flat.meta.shape()[0], flat.meta.shape()[1]];
+    let (client, device) = (flat.client.clone(), flat.device.clone());
+    let pdtype = position_dtype(items);
+    if items == 0 || width == 0 {
+        return empty_device_contiguous_dtype(client, device, Shape::new([0]), pdtype);
+    }
+    assert_addressable("the non-zeros of a dense tensor", &[&flat]);
+    let flags = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([items]), pdtype);
+    let (count, dim) = launch_dims(&flags, items);
+    nonzero_flags::launch(
+        &client,
+        count.clone(),
+        dim,
+        into_contiguous(flat.clone()).into_tensor_arg(),
+        flags.clone().into_tensor_arg(),
+        width,
+        [flat.dtype, pdtype].map(dtype_to_storage_type),
+    );
+    let counts = inclusive_sum(flags.clone());
+    let last = <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(
+        counts.clone(),
+        &[burn::tensor::Slice::from(items - 1..items)],
+    );
+    let n = read_one(last) as usize;
+    let ids = empty_device_contiguous_dtype(client.clone(), device, Shape::new([n]), pdtype);
+    if n == 0 {
+        return ids;
+    }
+    flagged_positions::launch(
+        &client,
+        count,
+        dim,
+        flags.into_tensor_arg(),
+        counts.into_tensor_arg(),
+        ids.clone().into_tensor_arg(),
+        dtype_to_storage_type(pdtype),
+    );
+    ids
+}
+
+/// The coordinates `[sizes.len(), n]` in `dtype` of the linear keys `keys [n]` over `sizes`.
+pub(crate) fn delinearize(keys: CubeTensor, sizes: &[usize], dtype: DType) -> CubeTensor {
+    let n = keys.meta.num_elements();
+    let dims = sizes.len();
+    let (client, device) = (keys.client.clone(), keys.device.clone());
+    let coords = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([dims, n]), dtype);
+    if n == 0 || dims == 0 {
+        return coords;
+    }
+    let kdtype = keys.dtype;
+    let mut strides = vec![1i64; dims];
+    for d in (0..dims - 1).rev() {
+        strides[d] = strides[d + 1] * sizes[d + 1] as i64;
+    }
+    let strides = upload(strides, kdtype, &device);
+    let size_t = upload(sizes.iter().map(|&s| s as i64).collect(), kdtype, &device);
+    assert_addressable("coordinates", &[&coords]);
+    let (count, dim) = launch_dims(&coords, dims * n);
+    coordinates::launch(
+        &client,
+        count,
+        dim,
+        into_contiguous(keys).into_tensor_arg(),
+        strides.into_tensor_arg(),
+        size_t.into_tensor_arg(),
+        coords.clone().into_tensor_arg(),
+        n,
+        [kdtype, dtype].map(dtype_to_storage_type),
+    );
+    coords
 }
 
 /// The one element of `t`, read back.
