@@ -196,7 +196,7 @@ impl<const D: usize> SparseTensor<D> {
     /// The COO indices `[2, nse]` of an unbatched CSR/CSC tensor without blocks, expanded on its
     /// device (`IndexKernels::expand`) in the plain indices' dtype; `None` for other tensors or
     /// where the backend expands on the host.
-    fn device_coo_indices(&self) -> Option<Tensor<2, Int>> {
+    pub(crate) fn device_coo_indices(&self) -> Option<Tensor<2, Int>> {
         let Indices::Compressed { compressed, plain, .. } = &self.indices else { return None };
         if self.blocksize.is_some() || self.batch_dim != 0 {
             return None;

@@ -47,6 +47,19 @@ pub trait IndexKernels: Backend {
         None
     }
 
+    /// The segments of a softmax along `dim` of the valid COO indices `[sizes.len(), n]` over
+    /// `sizes` (`n >= 1`): offsets `[segments + 1]` into an order `[n]` of the entries that
+    /// groups those agreeing on every coordinate but `dim` (in storage order within a group),
+    /// the groups in the order of those coordinates.
+    fn segment_plan(
+        indices: IntTensor<Self>,
+        sizes: &[usize],
+        dim: usize,
+    ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+        let _ = (indices, sizes, dim);
+        None
+    }
+
     /// The positions (ascending, i32 or i64) of the rows of `flat [items, item]` that hold an
     /// element other than zero (NaN included).
     fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
@@ -82,6 +95,14 @@ impl IndexKernels for crate::cube::CubeBackend {
 
     fn expand(compressed: IntTensor<Self>, nse: usize) -> Option<IntTensor<Self>> {
         wide(&compressed).then(|| crate::cube::sort::expand(compressed, nse))
+    }
+
+    fn segment_plan(
+        indices: IntTensor<Self>,
+        sizes: &[usize],
+        dim: usize,
+    ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+        wide(&indices).then(|| crate::cube::coalesce::segment_plan(indices, sizes, dim))
     }
 
     fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
@@ -136,6 +157,14 @@ mod autodiff_impl {
             B::expand(compressed, nse)
         }
 
+        fn segment_plan(
+            indices: IntTensor<Self>,
+            sizes: &[usize],
+            dim: usize,
+        ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+            B::segment_plan(indices, sizes, dim)
+        }
+
         fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
             B::nonzero_rows(flat.primitive().clone())
         }
@@ -185,4 +214,14 @@ pub(crate) fn device_delinearize(keys: &Tensor<1, Int>, sizes: &[usize], dtype: 
     }
     let dtype = IntDType::from(dtype);
     <Dispatch as IndexKernels>::delinearize(keys.clone().into_dispatch(), sizes, dtype).map(Tensor::from_dispatch)
+}
+
+/// [`IndexKernels::segment_plan`] for an Int tensor of any device.
+pub(crate) fn device_segment_plan(
+    indices: &Tensor<2, Int>,
+    sizes: &[usize],
+    dim: usize,
+) -> Option<(Tensor<1, Int>, Tensor<1, Int>)> {
+    let (offsets, order) = <Dispatch as IndexKernels>::segment_plan(indices.clone().into_dispatch(), sizes, dim)?;
+    Some((Tensor::from_dispatch(offsets), Tensor::from_dispatch(order)))
 }

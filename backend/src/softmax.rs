@@ -74,8 +74,8 @@ pub struct SegmentPlan {
     /// `[segments + 1]` offsets into the grouped order: int64, or a compressed tensor's own
     /// compressed indices (in their dtype) along its plain dim.
     pub offsets: Tensor<1, Int>,
-    /// `[elements]` int64 element positions, segment by segment; empty when storage order
-    /// already is grouped.
+    /// `[elements]` element positions, segment by segment (int64, or i32 from a device plan);
+    /// empty when storage order already is grouped.
     pub order: Tensor<1, Int>,
 }
 
@@ -110,6 +110,9 @@ impl<const D: usize> SparseTensor<D> {
         if let Some(offsets) = self.compressed_segments(dim) {
             return Ok(SegmentPlan { values: self.values.clone(), offsets, order: i64s(Vec::new()) });
         }
+        if let Some((offsets, order)) = self.device_segments(dim) {
+            return Ok(SegmentPlan { values: self.values.clone(), offsets, order });
+        }
         if let Some(offsets) = self.storage_segments(dim) {
             return Ok(SegmentPlan { values: self.values.clone(), offsets: i64s(offsets), order: i64s(Vec::new()) });
         }
@@ -136,6 +139,21 @@ impl<const D: usize> SparseTensor<D> {
             }
             _ => None,
         }
+    }
+
+    /// The segments planned on the tensor's device (`IndexKernels::segment_plan`: a Cube device
+    /// sorts there and reads back their count) for COO and unbatched CSR/CSC without blocks;
+    /// `None` elsewhere.
+    fn device_segments(&self, dim: usize) -> Option<(Tensor<1, Int>, Tensor<1, Int>)> {
+        if self.nnz() == 0 {
+            return None;
+        }
+        let coords = match &self.indices {
+            Indices::Coo(indices) => indices.clone(),
+            Indices::Compressed { .. } => self.device_coo_indices()?,
+        };
+        let sizes = &self.shape[..coords.dims()[0]];
+        crate::index_kernels::device_segment_plan(&coords, sizes, dim)
     }
 
     /// Offsets of the segments when storage order groups them without looking at keys: the

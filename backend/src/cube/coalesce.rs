@@ -385,6 +385,88 @@ pub(crate) fn delinearize(keys: CubeTensor, sizes: &[usize], dtype: DType) -> Cu
     coords
 }
 
+/// `offsets[runs[p] - 1] = p` where a run starts at `p` in the sorted keys, and
+/// `offsets[segments] = n` (the unit of the last key).
+#[cube(launch)]
+fn run_offsets<K: Int, P: Int>(
+    keys: &Tensor<K>,
+    runs: &Tensor<P>,
+    offsets: &mut Tensor<P>,
+    #[define(K, P)] _dtypes: [ElemType; 2],
+) {
+    let p = ABSOLUTE_POS;
+    let n = keys.len();
+    if p >= n {
+        terminate!();
+    }
+    let mut start = true;
+    if p > 0 {
+        start = keys[p] != keys[p - 1];
+    }
+    if start {
+        offsets[usize::cast_from(runs[p]) - 1] = P::cast_from(p);
+    }
+    if p == n - 1 {
+        offsets[usize::cast_from(runs[p])] = P::cast_from(n);
+    }
+}
+
+/// The segments of a softmax along `dim` of the valid COO indices `indices [dims, n]` over
+/// `sizes` (`n >= 1`): the entries grouped by their coordinates other than `dim` (a stable
+/// sort of their keys with `dim`'s stride taken out), as offsets `[segments + 1]` into the
+/// grouped order `[n]`. Reads back one integer, the number of segments.
+pub(crate) fn segment_plan(indices: CubeTensor, sizes: &[usize], dim: usize) -> (CubeTensor, CubeTensor) {
+    let dims = sizes.len();
+    let n = indices.meta.shape()[1];
+    let (client, device, idtype) = (indices.client.clone(), indices.device.clone(), indices.dtype);
+    let kdtype = key_dtype(sizes);
+    let mut strides = vec![1i64; dims];
+    for d in (0..dims.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * sizes[d + 1] as i64;
+    }
+    strides[dim] = 0;
+    let strides = upload(strides, kdtype, &device);
+    let keys = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), kdtype);
+    assert_addressable("softmax segments", &[&indices]);
+    let (count, cube_dim) = launch_dims(&keys, n);
+    linear_keys_of::launch(
+        &client,
+        count.clone(),
+        cube_dim,
+        into_contiguous(indices).into_tensor_arg(),
+        strides.into_tensor_arg(),
+        keys.clone().into_tensor_arg(),
+        n,
+        [idtype, kdtype].map(dtype_to_storage_type),
+    );
+    let (keys, order) = stable_sort(keys);
+    let pdtype = position_dtype(n);
+    let starts = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+    run_starts::launch(
+        &client,
+        count.clone(),
+        cube_dim,
+        keys.clone().into_tensor_arg(),
+        starts.clone().into_tensor_arg(),
+        [kdtype, pdtype].map(dtype_to_storage_type),
+    );
+    let runs = inclusive_sum(starts);
+    let last =
+        <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(runs.clone(), &[burn::tensor::Slice::from(n - 1..n)]);
+    let segments = read_one(last) as usize;
+    let offsets = empty_device_contiguous_dtype(client.clone(), device, Shape::new([segments + 1]), pdtype);
+    run_offsets::launch(
+        &client,
+        count,
+        cube_dim,
+        keys.into_tensor_arg(),
+        runs.into_tensor_arg(),
+        offsets.clone().into_tensor_arg(),
+        [kdtype, pdtype].map(dtype_to_storage_type),
+    );
+    (offsets, order)
+}
+
 /// The one element of `t`, read back.
 fn read_one(t: CubeTensor) -> i64 {
     read_sync(<CubeBackend as IntTensorOps<CubeBackend>>::int_into_data(t))
