@@ -125,7 +125,7 @@ fn semi_sampled_dots<F: Float, P: Int>(
     let r = ABSOLUTE_POS / half;
     let s = ABSOLUTE_POS % half;
     let nibble = group_nibble::<P>(meta, r, words, s / 2);
-    let position = select(s % 2 == 0, nibble & 3, nibble >> 2);
+    let position = select((s & 1) == 0, nibble & 3, nibble >> 2);
     let c = 4 * (s / 2) + usize::cast_from(position);
     let mut acc = F::new(0.0);
     for j in 0..n {

@@ -50,7 +50,7 @@ fn merge_runs<K: Int, P: Int>(
     let middle = select(pair_start + width < n, pair_start + width, n);
     let pair_end = select(middle + width < n, middle + width, n);
     let key = keys[i];
-    let from_left = run % 2 == 0;
+    let from_left = (run & 1) == 0;
     // The other run, and the first of its keys that goes after `key`, by bisection:
     // for a left key, the first right key >= key; for a right key, the first left key > key.
     let mut lo = select(from_left, middle, pair_start);
