@@ -60,6 +60,14 @@ pub trait IndexKernels: Backend {
         None
     }
 
+    /// The number of partial products of a sparse product `A · B`: the sum over the entries of
+    /// `A` (columns `a_col`, each in `0..k`) of the lengths of the rows of `B` they pick
+    /// (`b_crow [k + 1]`, valid compressed indices).
+    fn partial_products(a_col: IntTensor<Self>, b_crow: IntTensor<Self>) -> Option<u64> {
+        let _ = (a_col, b_crow);
+        None
+    }
+
     /// The positions (ascending, i32 or i64) of the rows of `flat [items, item]` that hold an
     /// element other than zero (NaN included).
     fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
@@ -103,6 +111,10 @@ impl IndexKernels for crate::cube::CubeBackend {
         dim: usize,
     ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
         wide(&indices).then(|| crate::cube::coalesce::segment_plan(indices, sizes, dim))
+    }
+
+    fn partial_products(a_col: IntTensor<Self>, b_crow: IntTensor<Self>) -> Option<u64> {
+        (wide(&a_col) && wide(&b_crow)).then(|| crate::cube::spgemm::product_count(&a_col, &b_crow))
     }
 
     fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
@@ -165,6 +177,10 @@ mod autodiff_impl {
             B::segment_plan(indices, sizes, dim)
         }
 
+        fn partial_products(a_col: IntTensor<Self>, b_crow: IntTensor<Self>) -> Option<u64> {
+            B::partial_products(a_col, b_crow)
+        }
+
         fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
             B::nonzero_rows(flat.primitive().clone())
         }
@@ -224,4 +240,9 @@ pub(crate) fn device_segment_plan(
 ) -> Option<(Tensor<1, Int>, Tensor<1, Int>)> {
     let (offsets, order) = <Dispatch as IndexKernels>::segment_plan(indices.clone().into_dispatch(), sizes, dim)?;
     Some((Tensor::from_dispatch(offsets), Tensor::from_dispatch(order)))
+}
+
+/// [`IndexKernels::partial_products`] for Int tensors of any device.
+pub(crate) fn device_partial_products(a_col: &Tensor<1, Int>, b_crow: &Tensor<1, Int>) -> Option<u64> {
+    <Dispatch as IndexKernels>::partial_products(a_col.clone().into_dispatch(), b_crow.clone().into_dispatch())
 }

@@ -78,7 +78,10 @@ macro_rules! with_three {
 /// Every method takes three CSR patterns, `A [m, k]` (`a_crow [m + 1]`, `a_col`), `B [k, n]`
 /// (`b_crow [k + 1]`, `b_col`) and `C [m, n]` (`c_crow [m + 1]`, `c_col`), each valid as
 /// `sparsegrad_kernels::pattern::CsrPattern::new` checks it (`k` is `b_crow`'s length less
-/// one), `C`'s rows sorted; value tensors hold one value per entry of their pattern.
+/// one), `C`'s rows sorted; value tensors hold one value per entry of their pattern. Where the
+/// rows of `B` (and of `C`) also hold no repeated column, as a checked CSR tensor's, every
+/// backend computes the same values; the Cube kernels find columns by bisection, so on
+/// unsorted rows they may miss entries (wrong values, never an access outside the operands).
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
 pub trait SpgemmKernels: Backend {
     /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
@@ -97,14 +100,8 @@ pub trait SpgemmKernels: Backend {
         c_col: IntTensor<Self>,
         n: usize,
     ) -> FloatTensor<Self> {
-        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<Self>);
-        let (device, dtype) = (a_values.device(), a_values.dtype());
-        let (av, bv) = (host_floats::<Self>(a_values), host_floats::<Self>(b_values));
-        let k = ints[2].len() - 1;
-        let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_numeric(
-            a, &av, b, &bv, c
-        ));
-        floats_on::<Self>(out, dtype, &device)
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
     }
 
     /// `C = A · B` whole, its pattern and values in one pass over the products: `C`'s row
@@ -124,23 +121,8 @@ pub trait SpgemmKernels: Backend {
         b_values: FloatTensor<Self>,
         n: usize,
     ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
-        let ints = [a_crow, a_col, b_crow, b_col].map(host_ints::<Self>);
-        let (device, dtype) = (a_values.device(), a_values.dtype());
-        let (av, bv) = (host_floats::<Self>(a_values), host_floats::<Self>(b_values));
-        let k = ints[2].len() - 1;
-        // SAFETY: valid patterns `[m, k]` and `[k, n]`: this method's contract.
-        let (a, b) = unsafe {
-            (
-                CsrPattern::new_unchecked(&ints[0][..], &ints[1][..], k),
-                CsrPattern::new_unchecked(&ints[2][..], &ints[3][..], n),
-            )
-        };
-        let (crow, col, val) = spgemm(a, &av, b, &bv).unwrap_or_else(|e| panic!("{e}"));
-        let ints_on = |v: Vec<i64>| {
-            let len = v.len();
-            Self::int_from_data(TensorData::new(v, [len]), &device)
-        };
-        (ints_on(crow), ints_on(col), floats_on::<Self>(val, dtype, &device))
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm_product::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
     }
 
     /// The gradient w.r.t. `A`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(G · Bᵀ)` on
@@ -160,14 +142,8 @@ pub trait SpgemmKernels: Backend {
         g: FloatTensor<Self>,
         n: usize,
     ) -> FloatTensor<Self> {
-        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<Self>);
-        let (device, dtype) = (g.device(), g.dtype());
-        let (bv, gv) = (host_floats::<Self>(b_values), host_floats::<Self>(g));
-        let k = ints[2].len() - 1;
-        let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_grad_a(
-            a, b, &bv, c, &gv
-        ));
-        floats_on::<Self>(out, dtype, &device)
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm_grad_a::<Self>(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g, n) }
     }
 
     /// The gradient w.r.t. `B`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(Aᵀ · G)` on
@@ -187,15 +163,117 @@ pub trait SpgemmKernels: Backend {
         g: FloatTensor<Self>,
         n: usize,
     ) -> FloatTensor<Self> {
-        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<Self>);
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm_grad_b::<Self>(a_crow, a_col, a_values, b_crow, b_col, c_crow, c_col, g, n) }
+    }
+}
+
+/// The portable bodies of [`SpgemmKernels`]: the operands read back, the host kernels run, the
+/// results uploaded (one round trip per call).
+///
+/// # Safety
+/// Every function: the trait's contract.
+pub mod default {
+    use super::*;
+
+    /// [`SpgemmKernels::csr_spgemm`] on the host.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub unsafe fn csr_spgemm<B: Backend>(
+        a_crow: IntTensor<B>,
+        a_col: IntTensor<B>,
+        a_values: FloatTensor<B>,
+        b_crow: IntTensor<B>,
+        b_col: IntTensor<B>,
+        b_values: FloatTensor<B>,
+        c_crow: IntTensor<B>,
+        c_col: IntTensor<B>,
+        n: usize,
+    ) -> FloatTensor<B> {
+        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<B>);
+        let (device, dtype) = (a_values.device(), a_values.dtype());
+        let (av, bv) = (host_floats::<B>(a_values), host_floats::<B>(b_values));
+        let k = ints[2].len() - 1;
+        let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_numeric(
+            a, &av, b, &bv, c
+        ));
+        floats_on::<B>(out, dtype, &device)
+    }
+
+    /// [`SpgemmKernels::csr_spgemm_product`] on the host.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub unsafe fn csr_spgemm_product<B: Backend>(
+        a_crow: IntTensor<B>,
+        a_col: IntTensor<B>,
+        a_values: FloatTensor<B>,
+        b_crow: IntTensor<B>,
+        b_col: IntTensor<B>,
+        b_values: FloatTensor<B>,
+        n: usize,
+    ) -> (IntTensor<B>, IntTensor<B>, FloatTensor<B>) {
+        let ints = [a_crow, a_col, b_crow, b_col].map(host_ints::<B>);
+        let (device, dtype) = (a_values.device(), a_values.dtype());
+        let (av, bv) = (host_floats::<B>(a_values), host_floats::<B>(b_values));
+        let k = ints[2].len() - 1;
+        // SAFETY: valid patterns `[m, k]` and `[k, n]`: this method's contract.
+        let (a, b) = unsafe {
+            (
+                CsrPattern::new_unchecked(&ints[0][..], &ints[1][..], k),
+                CsrPattern::new_unchecked(&ints[2][..], &ints[3][..], n),
+            )
+        };
+        let (crow, col, val) = spgemm(a, &av, b, &bv).unwrap_or_else(|e| panic!("{e}"));
+        let ints_on = |v: Vec<i64>| {
+            let len = v.len();
+            B::int_from_data(TensorData::new(v, [len]), &device)
+        };
+        (ints_on(crow), ints_on(col), floats_on::<B>(val, dtype, &device))
+    }
+
+    /// [`SpgemmKernels::csr_spgemm_grad_a`] on the host.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub unsafe fn csr_spgemm_grad_a<B: Backend>(
+        a_crow: IntTensor<B>,
+        a_col: IntTensor<B>,
+        b_crow: IntTensor<B>,
+        b_col: IntTensor<B>,
+        b_values: FloatTensor<B>,
+        c_crow: IntTensor<B>,
+        c_col: IntTensor<B>,
+        g: FloatTensor<B>,
+        n: usize,
+    ) -> FloatTensor<B> {
+        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<B>);
         let (device, dtype) = (g.device(), g.dtype());
-        let (av, gv) = (host_floats::<Self>(a_values), host_floats::<Self>(g));
+        let (bv, gv) = (host_floats::<B>(b_values), host_floats::<B>(g));
+        let k = ints[2].len() - 1;
+        let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_grad_a(
+            a, b, &bv, c, &gv
+        ));
+        floats_on::<B>(out, dtype, &device)
+    }
+
+    /// [`SpgemmKernels::csr_spgemm_grad_b`] on the host.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub unsafe fn csr_spgemm_grad_b<B: Backend>(
+        a_crow: IntTensor<B>,
+        a_col: IntTensor<B>,
+        a_values: FloatTensor<B>,
+        b_crow: IntTensor<B>,
+        b_col: IntTensor<B>,
+        c_crow: IntTensor<B>,
+        c_col: IntTensor<B>,
+        g: FloatTensor<B>,
+        n: usize,
+    ) -> FloatTensor<B> {
+        let ints = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(host_ints::<B>);
+        let (device, dtype) = (g.device(), g.dtype());
+        let (av, gv) = (host_floats::<B>(a_values), host_floats::<B>(g));
         let k = ints[2].len() - 1;
         let out = with_three!(ints.each_ref().map(|v| IntSlice::I64(&v[..])), [k, n, n], |a, b, c| spgemm_grad_b(
             a, &av, b, c, &gv
         ))
         .unwrap_or_else(|e| panic!("{e}"));
-        floats_on::<Self>(out, dtype, &device)
+        floats_on::<B>(out, dtype, &device)
     }
 }
 
@@ -220,9 +298,94 @@ fn flex_ints(t: &[FlexTensor; 6]) -> [IntSlice<'_>; 6] {
     core::array::from_fn(|i| int_slice(&t[i]))
 }
 
-/// Cube devices: the portable defaults.
+/// Cube devices: the kernels of `cube::spgemm` for 32- and 64-bit indices (the portable
+/// defaults for others, and for a whole product too large for the device sort).
 #[cfg(feature = "cube")]
-impl SpgemmKernels for crate::cube::CubeBackend {}
+impl SpgemmKernels for crate::cube::CubeBackend {
+    unsafe fn csr_spgemm(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        use crate::cube::spgemm::{takes, values_on};
+        if !takes(&[&a_crow, &a_col, &b_crow, &b_col, &c_crow, &c_col]) {
+            // SAFETY: this method's contract.
+            return unsafe {
+                default::csr_spgemm::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n)
+            };
+        }
+        values_on(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col)
+    }
+
+    unsafe fn csr_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+        use crate::cube::spgemm::{product, takes};
+        if takes(&[&a_crow, &a_col, &b_crow, &b_col]) {
+            let args =
+                (a_crow.clone(), a_col.clone(), a_values.clone(), b_crow.clone(), b_col.clone(), b_values.clone());
+            if let Some(c) = product(args.0, args.1, args.2, args.3, args.4, args.5, n) {
+                return c;
+            }
+        }
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm_product::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
+    }
+
+    unsafe fn csr_spgemm_grad_a(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        use crate::cube::spgemm::{gradient_a, takes};
+        if !takes(&[&a_crow, &a_col, &b_crow, &b_col, &c_crow, &c_col]) {
+            // SAFETY: this method's contract.
+            return unsafe {
+                default::csr_spgemm_grad_a::<Self>(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g, n)
+            };
+        }
+        gradient_a(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g)
+    }
+
+    unsafe fn csr_spgemm_grad_b(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        use crate::cube::spgemm::{gradient_b, takes};
+        if !takes(&[&a_crow, &a_col, &b_crow, &b_col, &c_crow, &c_col]) {
+            // SAFETY: this method's contract.
+            return unsafe {
+                default::csr_spgemm_grad_b::<Self>(a_crow, a_col, a_values, b_crow, b_col, c_crow, c_col, g, n)
+            };
+        }
+        gradient_b(a_crow, a_col, a_values, b_crow, b_col, c_crow, c_col, g)
+    }
+}
 
 /// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
 #[cfg(all(feature = "cube", feature = "fusion"))]
@@ -416,6 +579,9 @@ pub unsafe fn product_count(
     k: usize,
     n: usize,
 ) -> crate::Result<u64> {
+    if let Some(count) = crate::index_kernels::device_partial_products(a.1, b.0) {
+        return Ok(count);
+    }
     with_ints(a.0, |ap| {
         with_ints(a.1, |ai| {
             with_ints(b.0, |bp| {

@@ -305,3 +305,48 @@ fn gradcheck_filters() {
         );
     }
 }
+
+/// A larger product on the test device against Flex (a Cube device lists, sorts and sums the
+/// partial products there, and computes both gradients as masked products): a hub row and a
+/// hub column in `A`, i32 and i64 indices. The patterns equal, the values and the gradients of
+/// `sum(C * W)` equal to f32 rounding, the masked product equal to the whole one.
+#[test]
+fn larger_products_match_flex() {
+    let mut rng = Rng(37);
+    let (m, k, n) = (120, 300, 90);
+    let mut a_data = matrix(m, k, 0.03, &[], &[], &mut rng);
+    for c in 0..k {
+        a_data[c] = rng.value(); // row 0: every column
+    }
+    for r in 0..m {
+        a_data[r * k + 7] = rng.value(); // column 7: every row
+    }
+    let b_data = matrix(k, n, 0.05, &[], &[], &mut rng);
+    for id in [DType::I32, DType::I64] {
+        let on = |device: &burn::tensor::Device| {
+            let spec = SparseSpec { index_dtype: id, ..SparseSpec::new(Layout::Csr) };
+            let a = tensor(&a_data, [m, k], DType::F32, device).to_sparse_with(spec).unwrap().require_grad();
+            let b = tensor(&b_data, [k, n], DType::F32, device).to_sparse_with(spec).unwrap().require_grad();
+            let c = sp::spgemm(&a, &b).unwrap();
+            let masked = sp::spgemm_with(&a, &b, SpgemmOptions { mask: Some(&c), drop_zeros: false }).unwrap();
+            let w: Vec<f64> = (0..c.nnz()).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect();
+            let w = tensor(&w, [c.nnz(), 1], DType::F32, device);
+            let grads = (c.values_flat() * w).sum().backward();
+            (
+                ints(c.crow_indices::<1>().unwrap().inner()),
+                ints(c.col_indices::<1>().unwrap().inner()),
+                floats(c.values_flat().inner()),
+                floats(masked.values_flat().inner()),
+                floats(a.values_flat().grad(&grads).unwrap()),
+                floats(b.values_flat().grad(&grads).unwrap()),
+            )
+        };
+        let (got, want) = (on(&ad()), on(&burn::tensor::Device::flex().autodiff()));
+        assert_eq!((&got.0, &got.1), (&want.0, &want.1), "{id:?}: the product's pattern");
+        for (g, w, what) in
+            [(&got.2, &want.2, "values"), (&got.3, &want.3, "masked"), (&got.4, &want.4, "dA"), (&got.5, &want.5, "dB")]
+        {
+            assert_near(g, w, 1e-5, &format!("{id:?}: {what}"));
+        }
+    }
+}

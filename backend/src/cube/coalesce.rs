@@ -114,7 +114,7 @@ fn place_runs<K: Int, P: Int, I: Int>(
     }
 }
 
-fn upload(v: Vec<i64>, dtype: DType, device: &burn_cubecl::CubeDevice) -> CubeTensor {
+pub(crate) fn upload(v: Vec<i64>, dtype: DType, device: &burn_cubecl::CubeDevice) -> CubeTensor {
     let n = v.len();
     let data = match dtype {
         DType::I32 => TensorData::new(v.into_iter().map(|x| x as i32).collect::<Vec<_>>(), [n]),
@@ -231,7 +231,7 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
 }
 
 /// The inclusive prefix sum of `x [n]` (Hillis and Steele: `log2 n` passes of `n` units).
-fn inclusive_sum(mut x: CubeTensor) -> CubeTensor {
+pub(crate) fn inclusive_sum(mut x: CubeTensor) -> CubeTensor {
     let n = x.meta.num_elements();
     let (client, device, dtype) = (x.client.clone(), x.device.clone(), x.dtype);
     let (count, dim) = launch_dims(&x, n);
@@ -440,35 +440,91 @@ pub(crate) fn segment_plan(indices: CubeTensor, sizes: &[usize], dim: usize) -> 
         [idtype, kdtype].map(dtype_to_storage_type),
     );
     let (keys, order) = stable_sort(keys);
+    let (runs, segments) = runs_of(&keys);
+    (offsets_of_runs(&keys, runs, segments), order)
+}
+
+/// The runs of equal keys in the sorted `keys [n]` (`n >= 1`): the inclusive count of run starts
+/// at every position (so `runs[p] - 1` is the run of `p`), and the number of runs, read back.
+pub(crate) fn runs_of(keys: &CubeTensor) -> (CubeTensor, usize) {
+    let n = keys.meta.num_elements();
     let pdtype = position_dtype(n);
-    let starts = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+    let starts = empty_device_contiguous_dtype(keys.client.clone(), keys.device.clone(), Shape::new([n]), pdtype);
+    let (count, dim) = launch_dims(&starts, n);
     run_starts::launch(
-        &client,
-        count.clone(),
-        cube_dim,
+        &keys.client,
+        count,
+        dim,
         keys.clone().into_tensor_arg(),
         starts.clone().into_tensor_arg(),
-        [kdtype, pdtype].map(dtype_to_storage_type),
+        [keys.dtype, pdtype].map(dtype_to_storage_type),
     );
     let runs = inclusive_sum(starts);
     let last =
         <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(runs.clone(), &[burn::tensor::Slice::from(n - 1..n)]);
-    let segments = read_one(last) as usize;
-    let offsets = empty_device_contiguous_dtype(client.clone(), device, Shape::new([segments + 1]), pdtype);
+    let count = read_one(last) as usize;
+    (runs, count)
+}
+
+/// The offsets `[count + 1]` of the runs of the sorted `keys` (`runs`, `count` from [`runs_of`]).
+pub(crate) fn offsets_of_runs(keys: &CubeTensor, runs: CubeTensor, count: usize) -> CubeTensor {
+    let n = keys.meta.num_elements();
+    let offsets =
+        empty_device_contiguous_dtype(keys.client.clone(), keys.device.clone(), Shape::new([count + 1]), runs.dtype);
+    let (cube_count, dim) = launch_dims(&runs, n);
     run_offsets::launch(
-        &client,
-        count,
-        cube_dim,
-        keys.into_tensor_arg(),
-        runs.into_tensor_arg(),
+        &keys.client,
+        cube_count,
+        dim,
+        keys.clone().into_tensor_arg(),
+        runs.clone().into_tensor_arg(),
         offsets.clone().into_tensor_arg(),
-        [kdtype, pdtype].map(dtype_to_storage_type),
+        [keys.dtype, runs.dtype].map(dtype_to_storage_type),
     );
-    (offsets, order)
+    offsets
+}
+
+/// `unique[runs[p] - 1] = keys[p]` at every run start: each run's key.
+#[cube(launch)]
+fn run_keys<K: Int, P: Int>(
+    keys: &Tensor<K>,
+    runs: &Tensor<P>,
+    unique: &mut Tensor<K>,
+    #[define(K, P)] _dtypes: [ElemType; 2],
+) {
+    let p = ABSOLUTE_POS;
+    if p >= keys.len() {
+        terminate!();
+    }
+    let mut start = true;
+    if p > 0 {
+        start = keys[p] != keys[p - 1];
+    }
+    if start {
+        unique[usize::cast_from(runs[p]) - 1] = keys[p];
+    }
+}
+
+/// The key of each run of the sorted `keys` (`runs`, `count` from [`runs_of`]).
+pub(crate) fn keys_of_runs(keys: &CubeTensor, runs: &CubeTensor, count: usize) -> CubeTensor {
+    let n = keys.meta.num_elements();
+    let unique =
+        empty_device_contiguous_dtype(keys.client.clone(), keys.device.clone(), Shape::new([count]), keys.dtype);
+    let (cube_count, dim) = launch_dims(keys, n);
+    run_keys::launch(
+        &keys.client,
+        cube_count,
+        dim,
+        keys.clone().into_tensor_arg(),
+        runs.clone().into_tensor_arg(),
+        unique.clone().into_tensor_arg(),
+        [keys.dtype, runs.dtype].map(dtype_to_storage_type),
+    );
+    unique
 }
 
 /// The one element of `t`, read back.
-fn read_one(t: CubeTensor) -> i64 {
+pub(crate) fn read_one(t: CubeTensor) -> i64 {
     read_sync(<CubeBackend as IntTensorOps<CubeBackend>>::int_into_data(t))
         .expect("count readback")
         .iter::<i64>()

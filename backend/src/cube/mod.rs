@@ -22,4 +22,5 @@ pub(crate) mod coalesce;
 pub(crate) mod semi;
 pub(crate) mod softmax;
 pub(crate) mod sort;
+pub(crate) mod spgemm;
 pub(crate) mod spmm;

@@ -127,7 +127,7 @@ pub(crate) fn launch_dims(t: &CubeTensor, units: usize) -> (CubeCount, CubeDim) 
 /// rows of `x [cols, n]`, `values` its values in storage order: the product `[rows, n]`. With a
 /// `split` of the pattern's rows, each piece is summed by its own units into `[pieces, n]`, and
 /// the pieces of each row are then summed in order (the same product with unit weights).
-fn compressed_product(
+pub(crate) fn compressed_product(
     ptr: CubeTensor,
     idx: CubeTensor,
     perm: Option<CubeTensor>,
