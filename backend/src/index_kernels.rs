@@ -85,16 +85,16 @@ pub trait IndexKernels: Backend {
 
 impl IndexKernels for Flex {}
 
-/// Cube devices: the kernels of `cube::coalesce` and `cube::sort`, for 32- and 64-bit indices
+/// Cube devices: the kernels of `cube::keys` and `cube::sort`, for 32- and 64-bit indices
 /// (wgpu has no narrower integers; other dtypes plan on the host).
 #[cfg(feature = "cube")]
 impl IndexKernels for crate::cube::CubeBackend {
     fn linear_keys(indices: IntTensor<Self>, sizes: &[usize]) -> Option<IntTensor<Self>> {
-        wide(&indices).then(|| crate::cube::coalesce::linear_keys(indices, sizes))
+        wide(&indices).then(|| crate::cube::keys::linear_keys(indices, sizes))
     }
 
     fn coalesce_plan(indices: IntTensor<Self>, sizes: &[usize]) -> Option<Option<(IntTensor<Self>, IntTensor<Self>)>> {
-        wide(&indices).then(|| crate::cube::coalesce::coalesce_plan(indices, sizes))
+        wide(&indices).then(|| crate::cube::keys::coalesce_plan(indices, sizes))
     }
 
     fn compress_sorted(sorted: IntTensor<Self>, rows: usize) -> Option<IntTensor<Self>> {
@@ -110,7 +110,7 @@ impl IndexKernels for crate::cube::CubeBackend {
         sizes: &[usize],
         dim: usize,
     ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
-        wide(&indices).then(|| crate::cube::coalesce::segment_plan(indices, sizes, dim))
+        wide(&indices).then(|| crate::cube::keys::segment_plan(indices, sizes, dim))
     }
 
     fn partial_products(a_col: IntTensor<Self>, b_crow: IntTensor<Self>) -> Option<u64> {
@@ -125,13 +125,13 @@ impl IndexKernels for crate::cube::CubeBackend {
         } else {
             Self::float_cast(flat, burn::tensor::FloatDType::F32)
         };
-        Some(crate::cube::coalesce::nonzero_rows(flat))
+        Some(crate::cube::keys::nonzero_rows(flat))
     }
 
     fn delinearize(keys: IntTensor<Self>, sizes: &[usize], dtype: IntDType) -> Option<IntTensor<Self>> {
         let dtype = burn::tensor::DType::from(dtype);
         let wide_out = matches!(dtype, burn::tensor::DType::I32 | burn::tensor::DType::I64);
-        (wide(&keys) && wide_out).then(|| crate::cube::coalesce::delinearize(keys, sizes, dtype))
+        (wide(&keys) && wide_out).then(|| crate::cube::keys::delinearize(keys, sizes, dtype))
     }
 }
 

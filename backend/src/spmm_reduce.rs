@@ -137,9 +137,31 @@ pub(crate) mod default {
     }
 }
 
-/// Cube devices: the portable defaults.
+/// Cube devices: the kernels of `cube::spmm_reduce` (args that name no entry of their row pass
+/// no gradient there, rather than a panic).
 #[cfg(feature = "cube")]
-impl SpmmReduceKernels for crate::cube::CubeBackend {}
+impl SpmmReduceKernels for crate::cube::CubeBackend {
+    unsafe fn csr_spmm_arg_extreme(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        max: bool,
+    ) -> (FloatTensor<Self>, IntTensor<Self>) {
+        crate::cube::spmm_reduce::arg_extreme(crow, col, values, x, max)
+    }
+
+    unsafe fn csr_spmm_arg_extreme_backward(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        arg: IntTensor<Self>,
+        g: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        crate::cube::spmm_reduce::arg_extreme_backward(crow, col, values, x, arg, g)
+    }
+}
 
 /// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
 #[cfg(all(feature = "cube", feature = "fusion"))]

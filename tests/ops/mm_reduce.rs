@@ -117,3 +117,42 @@ fn gradcheck_every_reduce_and_layout() {
         }
     }
 }
+
+/// amax and amin on the test device against Flex (a Cube device runs the extremes and both
+/// gradients in kernels): a hub row, empty rows, ties, NaN in `x` (a NaN wins over a number and
+/// keeps its place), f32 with i32 indices; the outputs and the gradients of `sum(out * W)`
+/// w.r.t. the values and `x` equal bit for bit.
+#[test]
+fn extremes_and_their_gradients_match_flex() {
+    let mut rng = Rng(23);
+    let (m, k, n) = (60, 200, 9);
+    let mut a = matrix(m, k, 0.04, &[3, 17], &[], &mut rng);
+    for c in 0..k {
+        a[c] = rng.value(); // row 0: every column
+    }
+    a[5 * k + 1] = 2.0;
+    a[5 * k + 2] = 2.0; // row 5: equal values over equal rows of x: ties
+    let mut x: Vec<f64> = (0..k * n).map(|_| rng.value()).collect();
+    let row2 = x[2 * n..3 * n].to_vec();
+    x[n..2 * n].copy_from_slice(&row2);
+    x[40 * n + 3] = f64::NAN;
+    let w: Vec<f64> = (0..m * n).map(|_| rng.value()).collect();
+    for reduce in [Reduce::Amax, Reduce::Amin] {
+        let on = |device: &burn::tensor::Device| {
+            let ad = device.clone().autodiff();
+            let spec = SparseSpec { index_dtype: DType::I32, ..SparseSpec::new(Layout::Csr) };
+            let s = common_ops::dense_on(&a, [m, k], DType::F32, &ad).to_sparse_with(spec).unwrap().require_grad();
+            let xt = common_ops::dense_on(&x, [k, n], DType::F32, &ad).require_grad();
+            let out = sp::mm_reduce(&s, xt.clone(), reduce);
+            let grads = (out.clone() * common_ops::dense_on(&w, [m, n], DType::F32, &ad)).sum().backward();
+            let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+            (
+                bits(floats(out.inner())),
+                bits(floats(s.values_flat().grad(&grads).unwrap())),
+                bits(floats(xt.grad(&grads).unwrap())),
+            )
+        };
+        let (got, want) = (on(&common_ops::dev()), on(&burn::tensor::Device::flex()));
+        assert_eq!(got, want, "{reduce:?}");
+    }
+}

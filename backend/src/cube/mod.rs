@@ -18,9 +18,10 @@ pub use burn_cubecl::CubeBackend;
 #[cfg(feature = "fusion")]
 pub type FusedCube = burn::backend::fusion::Fusion<CubeBackend>;
 
-pub(crate) mod coalesce;
+pub(crate) mod keys;
 pub(crate) mod semi;
 pub(crate) mod softmax;
 pub(crate) mod sort;
 pub(crate) mod spgemm;
 pub(crate) mod spmm;
+pub(crate) mod spmm_reduce;

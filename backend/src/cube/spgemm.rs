@@ -20,7 +20,7 @@ use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::CubeBackend;
 
-use super::coalesce::{inclusive_sum, keys_of_runs, offsets_of_runs, read_one, runs_of};
+use super::keys::{inclusive_sum, keys_of_runs, offsets_of_runs, read_one, runs_of};
 use super::sort::{bounds, expand, row_of, stable_sort};
 use super::spmm::{assert_addressable, compressed_product, launch_dims, widened};
 
@@ -485,7 +485,7 @@ pub(crate) fn product(
         <CubeBackend as FloatTensorOps<CubeBackend>>::float_cast(summed, FloatDType::from(out_dtype))
     };
     // The keys back to rows and columns, the rows compressed.
-    let coords = super::coalesce::delinearize(unique_keys, &[m, n], DType::I64);
+    let coords = super::keys::delinearize(unique_keys, &[m, n], DType::I64);
     let row = <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(
         coords.clone(),
         &[burn::tensor::Slice::from(0..1), burn::tensor::Slice::from(0..unique)],

@@ -1,7 +1,13 @@
-//! `coalesce` of COO indices on Cube devices: each entry's linear key over the sparse dims, a
-//! stable device sort of the keys (`sort`), the runs of equal keys numbered by a prefix sum,
-//! and the coordinates of each run's key. What is read back is two integers: whether anything
-//! is out of order (a reduction), and the number of runs (the size of the result).
+//! Index algebra over linear keys on Cube devices: each COO entry's key over the sparse dims
+//! (row-major), the runs of equal keys in sorted keys (numbered by a prefix sum, Hillis and
+//! Steele), and back from keys to coordinates. On these rest
+//!
+//! - `coalesce`'s plan: the keys sorted stably (`sort`), each run one entry of the result;
+//! - the segments of a softmax along one dim: the keys without that dim's stride, sorted;
+//! - the non-zero rows of a dense tensor: flags, their prefix sum, the positions of the flagged;
+//! - `spgemm`'s partial products, summed per run of one key.
+//!
+//! What these read back is a count or two (the size of a result), never the indices.
 
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::{ops::IntTensorOps, read_sync};
