@@ -177,6 +177,9 @@ pub mod default {
     use super::*;
 
     /// [`SpgemmKernels::csr_spgemm`] on the host.
+    ///
+    /// # Safety
+    /// As the trait method.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     pub unsafe fn csr_spgemm<B: Backend>(
         a_crow: IntTensor<B>,
@@ -200,6 +203,9 @@ pub mod default {
     }
 
     /// [`SpgemmKernels::csr_spgemm_product`] on the host.
+    ///
+    /// # Safety
+    /// As the trait method.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     pub unsafe fn csr_spgemm_product<B: Backend>(
         a_crow: IntTensor<B>,
@@ -230,6 +236,9 @@ pub mod default {
     }
 
     /// [`SpgemmKernels::csr_spgemm_grad_a`] on the host.
+    ///
+    /// # Safety
+    /// As the trait method.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     pub unsafe fn csr_spgemm_grad_a<B: Backend>(
         a_crow: IntTensor<B>,
@@ -253,6 +262,9 @@ pub mod default {
     }
 
     /// [`SpgemmKernels::csr_spgemm_grad_b`] on the host.
+    ///
+    /// # Safety
+    /// As the trait method.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     pub unsafe fn csr_spgemm_grad_b<B: Backend>(
         a_crow: IntTensor<B>,

@@ -127,8 +127,8 @@ fn extremes_and_their_gradients_match_flex() {
     let mut rng = Rng(23);
     let (m, k, n) = (60, 200, 9);
     let mut a = matrix(m, k, 0.04, &[3, 17], &[], &mut rng);
-    for c in 0..k {
-        a[c] = rng.value(); // row 0: every column
+    for v in &mut a[..k] {
+        *v = rng.value(); // row 0: every column
     }
     a[5 * k + 1] = 2.0;
     a[5 * k + 2] = 2.0; // row 5: equal values over equal rows of x: ties

@@ -315,8 +315,8 @@ fn larger_products_match_flex() {
     let mut rng = Rng(37);
     let (m, k, n) = (120, 300, 90);
     let mut a_data = matrix(m, k, 0.03, &[], &[], &mut rng);
-    for c in 0..k {
-        a_data[c] = rng.value(); // row 0: every column
+    for v in &mut a_data[..k] {
+        *v = rng.value(); // row 0: every column
     }
     for r in 0..m {
         a_data[r * k + 7] = rng.value(); // column 7: every row

@@ -20,6 +20,7 @@ use super::spmm::{assert_addressable, launch_dims, widened};
 
 /// Whether `v` replaces the extreme `best`: strictly beyond it, or a NaN over a number.
 #[cube]
+#[allow(clippy::eq_op)] // `!(x == x)` is the NaN test in kernel code.
 fn wins<F: Float>(v: F, best: F, #[comptime] max: bool) -> bool {
     let v_nan = !(v == v);
     let best_nan = !(best == best);
