@@ -434,21 +434,28 @@ fn block_diagonal<const D: usize>(s: &SparseTensor<D>, operation: &'static str) 
     let total_cols = batch.checked_mul(cols).ok_or_else(too_large)?;
     let total_nnz = batch.checked_mul(nse).ok_or_else(too_large)?;
     check_numel(&[total_rows, total_cols])?;
-    let crow = with_ints(&c, |v| v.to_i64());
-    let col = with_ints(&p, |v| v.to_i64());
-    let mut bd_crow = try_vec(total_rows + 1, "block-diagonal row pointers")?;
-    bd_crow.push(0);
-    for b in 0..batch {
-        // Every offset is below total_nnz (checked above), so it fits i64.
-        let offset = (b * nse) as i64;
-        bd_crow.extend(crow[b * rows1 + 1..(b + 1) * rows1].iter().map(|&v| v + offset));
-    }
-    let bd_col: Vec<i64> = col.iter().enumerate().map(|(j, &v)| v + ((j / nse.max(1)) * cols) as i64).collect();
     let device = s.device();
     let dtype = index_dtype_for(s.index_dtype(), total_nnz.max(total_cols) as u64);
+    // Computed with burn's integer ops where the indices live (nothing read back): batch `b`'s
+    // row pointers past the first, shifted by `b · nse`, after one 0; its columns shifted by
+    // `b · cols`. Every value is below `total_nnz` or `total_cols` (checked above), so fits.
+    // (No element-wise op on an empty operand: burn's Cube backend rejects them.)
+    let batch_index = || Tensor::<1, Int>::arange(0..batch as i64, (&device, dtype)).reshape([batch, 1]);
+    let zero = Tensor::<1, Int>::zeros([1], (&device, dtype));
+    let bd_crow = if total_rows == 0 {
+        zero
+    } else {
+        let ends = c.cast(dtype).slice([0..batch, 1..rows1]) + batch_index().mul_scalar(nse as i64);
+        Tensor::cat(vec![zero, reshape_int(ends, [total_rows])], 0)
+    };
+    let bd_col = if total_nnz == 0 {
+        Tensor::<1, Int>::zeros([0], (&device, dtype))
+    } else {
+        reshape_int(p.cast(dtype) + batch_index().mul_scalar(cols as i64), [total_nnz])
+    };
     Ok(Csr {
-        crow: int_tensor(bd_crow, [total_rows + 1], dtype, &device),
-        col: int_tensor(bd_col, [total_nnz], dtype, &device),
+        crow: bd_crow,
+        col: bd_col,
         values: reshape(s.values_flat(), [total_nnz]),
         cols: total_cols,
         transposed: false,
@@ -568,6 +575,11 @@ pub fn try_bmm(a: &SparseTensor<3>, x: Tensor<3>) -> Result<Tensor<3>> {
         || invalid("bmm", format!("{batch} matrices [{m}, {k}] are too large for one block-diagonal matrix"));
     let (rows, cols) = (batch.checked_mul(m).ok_or_else(too_large)?, batch.checked_mul(k).ok_or_else(too_large)?);
     check_numel(&[rows, cols])?;
+    if a.layout() == Layout::Csr && a.batch_dim() == 1 {
+        // Batched CSR: its block-diagonal pattern built where the indices live.
+        let c = block_diagonal(a, "bmm")?;
+        return Ok(reshape(spmm("bmm", &c, reshape(x, [cols, n]), false)?, [batch, m, n]));
+    }
     let coo = a.to_sparse_coo();
     let idx = coo.indices_raw()?;
     let nnz = coo.nnz();
