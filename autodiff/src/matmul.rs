@@ -23,9 +23,9 @@ use crate::spgemm::SparseSpgemm;
 use crate::spmm::SparseSpmm;
 use crate::spmm_reduce::SparseSpmmReduce;
 use burn::backend::Dispatch;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{Int, Tensor};
 use sparsegrad_backend::algebra::validate::check_numel;
-use sparsegrad_backend::alloc::{ensure_allocatable, try_filled, try_vec};
+use sparsegrad_backend::alloc::{ensure_allocatable, try_vec};
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::gather_rows;
 use sparsegrad_backend::spgemm::{product_count, product_pattern};
@@ -263,28 +263,23 @@ pub fn try_mm_reduce(a: &SparseTensor<2>, x: Tensor<2>, reduce: Reduce) -> Resul
         }
         Reduce::Mean => {
             let c = csr_of(a, OP)?;
-            // The operand's row of every entry: the pattern's rows, or (CSC) its columns.
-            let crow = with_ints(&c.crow, |v| v.to_i64());
-            let col = with_ints(&c.col, |v| v.to_i64());
-            let mut counts = try_filled(m, 0u64, "mm_reduce: the rows' entry counts")?;
-            let mut row_of = try_vec(col.len(), "mm_reduce: the entries' rows")?;
-            if c.transposed {
-                row_of.extend(col.iter().map(|&r| r as usize));
-            } else {
-                for (r, w) in crow.windows(2).enumerate() {
-                    row_of.extend(std::iter::repeat_n(r, (w[1] - w[0]) as usize));
-                }
-            }
-            for &r in &row_of {
-                counts[r] += 1;
-            }
-            let scale: Vec<f64> = row_of.iter().map(|&r| 1.0 / counts[r] as f64).collect();
-            let nnz = scale.len();
+            // Each row's entry count, as the product of the pattern (unit values) with a column
+            // of ones, where the pattern lives (nothing read back); the sum divided by it (an
+            // empty row's sum, 0, by 1).
+            let device = a.device();
             let dtype = c.values.dtype();
-            let scale =
-                Tensor::<1>::from_data(TensorData::new(scale, [nnz]).convert_dtype(dtype), (&a.device(), dtype));
-            let scaled = Csr { values: c.values.clone() * scale, ..c };
-            spmm(OP, &scaled, x, scaled.transposed)
+            let units = Csr {
+                crow: c.crow.clone(),
+                col: c.col.clone(),
+                values: Tensor::<1>::ones([c.values.dims()[0]], (&device, dtype)),
+                cols: c.cols,
+                transposed: c.transposed,
+                cell: c.cell.clone(),
+            };
+            let inner = x.dims()[0];
+            let counts = spmm(OP, &units, Tensor::<2>::ones([inner, 1], (&device, dtype)), units.transposed)?;
+            let sum = spmm(OP, &c, x, c.transposed)?;
+            Ok(sum / counts.clamp_min(1.0))
         }
         Reduce::Amax | Reduce::Amin => {
             // The kernel walks the operand's rows: CSC goes to CSR (differentiably).
