@@ -180,7 +180,7 @@ impl<const D: usize> SparseTensor<D> {
     /// The element keys and values `[entries, dense_numel]` computed on the tensor's device,
     /// where the backend has the kernels (`IndexKernels`: a Cube device) and the layout is COO
     /// or an unbatched CSR/CSC without blocks; `None` elsewhere (the host's `entries`).
-    fn device_keys(&self) -> Result<Option<(Tensor<1, Int>, Tensor<2>)>> {
+    pub(crate) fn device_keys(&self) -> Result<Option<(Tensor<1, Int>, Tensor<2>)>> {
         self.check_invariants()?;
         let coords = match &self.indices {
             Indices::Coo(indices) => indices.clone(),

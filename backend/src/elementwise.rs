@@ -86,6 +86,13 @@ impl<const D: usize> SparseTensor<D> {
     /// multiplied, which is exact: the product distributes over their sum.
     pub fn try_mul_dense(&self, dense: Tensor<D>) -> Result<Self> {
         self.check_dense_operand("mul_dense", &dense)?;
+        if let Some((keys, values)) = self.device_keys()? {
+            // The keys computed where the indices live (`IndexKernels`): nothing read back.
+            let item = values.dims()[1];
+            let items = numel(&self.shape[..D - self.dense_dim]);
+            let at_entries = crate::movement::gather_rows_at(reshape(dense, [items, item]), keys);
+            return Ok(self.with_values(reshape(values * at_entries, self.values.dims())));
+        }
         let e = self.entries()?;
         let item = e.values.dims()[1];
         let keys: Vec<i64> = e.keys.iter().map(|&k| k as i64).collect();
