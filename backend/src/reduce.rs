@@ -21,7 +21,7 @@ use crate::layout::Layout;
 use crate::movement::scatter_add_rows;
 use crate::tensor::{Indices, SparseTensor, Trust};
 use crate::util::{int_tensor, numel, read_i64, reshape};
-use burn::tensor::Tensor;
+use burn::tensor::{Int, Tensor};
 
 impl<const D: usize> SparseTensor<D> {
     /// torch's `torch.sparse.sum(s)`: the sum of every element (duplicates included), shape `[1]`.
@@ -50,6 +50,8 @@ pub fn sum<const D: usize, const R: usize>(s: &SparseTensor<D>, dims: &[usize]) 
     let shape = remaining_shape::<D, R>("sum", &s.shape, &reduced)?;
     let (indices, values, coalesced) = if kept.len() == m {
         (s.indices.clone(), s.values.clone(), s.coalesced)
+    } else if let Some((coords, values)) = device_sum_sparse_dims(&s, &kept) {
+        (Indices::Coo(coords), values, true)
     } else {
         let (coords, values) = sum_sparse_dims(&s, &kept);
         let n = values.dims()[0];
@@ -125,6 +127,27 @@ fn remaining_shape<const D: usize, const R: usize>(
     kept.try_into().map_err(|_| {
         invalid(operation, format!("summing {} dims of a rank-{D} tensor leaves rank {n}, asked for rank {R}", D - n))
     })
+}
+
+/// [`sum_sparse_dims`] planned on the tensor's device (`IndexKernels::coalesce_plan` over the
+/// kept rows of the indices: a Cube device reads back two integers); `None` where the backend
+/// plans on the host or `s` stores nothing.
+fn device_sum_sparse_dims<const D: usize>(s: &SparseTensor<D>, kept: &[usize]) -> Option<(Tensor<2, Int>, Tensor<2>)> {
+    let Indices::Coo(indices) = &s.indices else { return None };
+    if s.nnz() == 0 {
+        return None;
+    }
+    let rows = crate::movement::gather_index(kept.iter().map(|&d| d as i64).collect(), &s.device());
+    let sub = indices.clone().select(0, rows);
+    let sizes: Vec<usize> = kept.iter().map(|&d| s.shape[d]).collect();
+    match crate::index_kernels::device_coalesce_plan(&sub, &sizes)? {
+        // Sorted and unique on the kept dims already: each entry is its own sum.
+        None => Some((sub, s.values.clone())),
+        Some((coords, targets)) => {
+            let n = coords.dims()[1];
+            Some((coords, crate::movement::scatter_add_rows_at(s.values.clone(), targets, n)))
+        }
+    }
 }
 
 /// Sums the entries of COO `s` that agree on the `kept` sparse dims: the coordinates of the
