@@ -148,12 +148,33 @@ impl<const D: usize> SparseTensor<D> {
         if self.nnz() == 0 {
             return None;
         }
+        // A compressed tensor's plans stay with its pattern (its cell, shared by every tensor
+        // built on the pattern): planned once per dim and device.
+        let device = self.device();
+        let cell = self.transpose_cell();
+        if let Some(hit) = cell.as_ref().and_then(|c| {
+            c.with_plans(|slot| {
+                let plans = slot.as_ref()?.downcast_ref::<SegmentPlans>()?;
+                plans.iter().find(|p| p.0 == dim && p.1 == device).map(|p| (p.2.clone(), p.3.clone()))
+            })
+        }) {
+            return Some(hit);
+        }
         let coords = match &self.indices {
             Indices::Coo(indices) => indices.clone(),
             Indices::Compressed { .. } => self.device_coo_indices()?,
         };
         let sizes = &self.shape[..coords.dims()[0]];
-        crate::index_kernels::device_segment_plan(&coords, sizes, dim)
+        let (offsets, order) = crate::index_kernels::device_segment_plan(&coords, sizes, dim)?;
+        if let Some(c) = cell {
+            c.with_plans(|slot| {
+                let plans = slot.get_or_insert_with(|| Box::new(SegmentPlans::new()));
+                if let Some(plans) = plans.downcast_mut::<SegmentPlans>() {
+                    plans.push((dim, device, offsets.clone(), order.clone()));
+                }
+            });
+        }
+        Some((offsets, order))
     }
 
     /// Offsets of the segments when storage order groups them without looking at keys: the
@@ -180,6 +201,10 @@ impl<const D: usize> SparseTensor<D> {
         }
     }
 }
+
+/// The softmax segments planned on a device for a compressed pattern, kept in its cell: (dim,
+/// device, offsets, order).
+type SegmentPlans = Vec<(usize, burn::tensor::Device, Tensor<1, Int>, Tensor<1, Int>)>;
 
 /// Per-batch compressed indices `[batch, n + 1]` as offsets into all `batch * nse` elements.
 fn batch_offsets(compressed: &[i64], batch: usize, nse: usize) -> Vec<i64> {

@@ -236,9 +236,11 @@ impl CscPattern {
 ///
 /// Beside the view, a slot for one value in the caller's keeping ([`TransposeCell::with_slot`]):
 /// the backend keeps there the last values it gathered into the view's column order, with
-/// what identifies the values they came from.
+/// what identifies the values they came from (or, on a Cube device, the view uploaded there);
+/// and a second one for the tensor layer's plans over the pattern
+/// ([`TransposeCell::with_plans`]: softmax segments).
 #[derive(Debug, Default)]
-pub struct TransposeCell(std::sync::OnceLock<CscPattern>, Slot);
+pub struct TransposeCell(std::sync::OnceLock<CscPattern>, Slot, Slot);
 
 /// [`TransposeCell`]'s slot: any value, behind a lock.
 #[derive(Default)]
@@ -278,6 +280,13 @@ impl TransposeCell {
     /// parallel work that might: keep it to reading and replacing the slot.
     pub fn with_slot<R>(&self, f: impl FnOnce(&mut Option<Box<dyn core::any::Any + Send + Sync>>) -> R) -> R {
         let mut slot = self.1 .0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut slot)
+    }
+
+    /// Runs `f` on the cell's second slot, the plans the tensor layer derives from the pattern,
+    /// under the same rules as [`TransposeCell::with_slot`].
+    pub fn with_plans<R>(&self, f: impl FnOnce(&mut Option<Box<dyn core::any::Any + Send + Sync>>) -> R) -> R {
+        let mut slot = self.2 .0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut slot)
     }
 }

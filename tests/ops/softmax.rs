@@ -334,3 +334,31 @@ fn the_backward_rule_in_closed_form() {
     let expected: Vec<f64> = yv.iter().zip(&w).map(|(y, w)| w - y * sw).collect();
     assert_near(&g, &expected, 1e-14, "log_softmax rule");
 }
+
+/// Softmax along the rows' dim of a CSR tensor (columns as segments) plans its segments once
+/// per pattern where the device plans them (a Cube device: `IndexKernels::segment_plan`): the
+/// plan stays in the pattern's cell, shared by a tensor with new values, and a second call
+/// gives the same result. On Flex the host plans per call and the cell keeps nothing.
+#[test]
+fn column_segments_are_planned_once_per_pattern() {
+    let device = common_ops::dev();
+    let mut rng = Rng(71);
+    let (m, n) = (30, 20);
+    let data: Vec<f64> = (0..m * n).map(|_| if rng.unit() < 0.2 { rng.value() } else { 0.0 }).collect();
+    let s = common_ops::dense_on(&data, [m, n], DType::F32, &device).to_sparse_csr().unwrap();
+    let first = floats(sp::softmax(&s, 0).to_dense());
+    let cell = s.transpose_cell().expect("a CSR tensor has a cell");
+    let planned = cell.with_plans(|slot| slot.is_some());
+    assert_eq!(planned, device != Device::flex(), "the plan is kept where the device makes it");
+    let twice = s.with_values(s.values_flat().mul_scalar(2.0));
+    assert!(std::sync::Arc::ptr_eq(&cell, &twice.transpose_cell().unwrap()), "one pattern, one cell");
+    assert_eq!(floats(sp::softmax(&s, 0).to_dense()), first);
+    // The reference: a column softmax of the dense matrix over its stored entries.
+    let dense = Tensor::<2>::from_data(TensorData::new(data.clone(), [m, n]), (&Device::flex(), DType::F64));
+    let stored = dense.clone().not_equal_elem(0.0);
+    let masked = dense.mask_fill(stored.clone().bool_not(), f64::NEG_INFINITY);
+    let expected = floats(activation::softmax(masked, 0).mask_fill(stored.bool_not(), 0.0));
+    assert_near(&first, &expected, 1e-5, "column softmax");
+    let scaled = floats(sp::softmax(&twice, 0).to_dense());
+    assert_ne!(scaled, first, "new values, a new softmax over the kept plan");
+}
