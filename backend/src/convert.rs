@@ -514,25 +514,16 @@ pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Re
     if spec.layout == Layout::Coo {
         let items = numel(&shape[..m]);
         let flat = reshape(dense, [items, item]);
-        if let Some((ids, indices)) = device_nonzeros(&flat, &shape[..m], spec.index_dtype) {
-            return Ok(SparseTensor {
-                layout: Layout::Coo,
-                shape,
-                batch_dim: 0,
-                sparse_dim: m,
-                dense_dim: k,
-                blocksize: None,
-                indices: Indices::Coo(indices),
-                values: gather_rows_at(flat, ids),
-                coalesced: true,
-                trust: Trust::Checked,
-            });
-        }
-        let ids = nonzero_rows(&flat);
-        let keys_u: Vec<u64> = ids.iter().map(|&i| i as u64).collect();
-        let n = ids.len();
-        let indices = int_tensor(keys::delinearize(&keys_u, &shape[..m]), [m, n], spec.index_dtype, &device);
-        let values = gather_rows(flat, ids);
+        let (indices, values) = match device_nonzeros(&flat, &shape[..m], spec.index_dtype) {
+            Some((ids, indices)) => (indices, gather_rows_at(flat, ids)),
+            None => {
+                let ids = nonzero_rows(&flat);
+                let keys_u: Vec<u64> = ids.iter().map(|&i| i as u64).collect();
+                let n = ids.len();
+                let coords = keys::delinearize(&keys_u, &shape[..m]);
+                (int_tensor(coords, [m, n], spec.index_dtype, &device), gather_rows(flat, ids))
+            }
+        };
         return Ok(SparseTensor {
             layout: Layout::Coo,
             shape,
