@@ -1,11 +1,13 @@
 //! Index algebra computed where the indices live, behind the extension trait
-//! [`IndexKernels`]: on a Cube device the keys of COO entries, the coalescing plan (keys sorted
-//! and numbered there), and the compression and expansion of sorted row indices run as
-//! kernels, as do the non-zeros of a dense tensor and their coordinates, so `coalesce`,
-//! `to_dense`, the CSR <-> COO conversions and dense -> COO/CSR read back at most a count
-//! instead of every index (or every element). Flex (whose indices are host memory already) and the other backends
-//! answer `None`, and the callers plan on the host. Index tensors are never tracked, so
-//! autodiff devices delegate to their inner backend.
+//! [`IndexKernels`]. On a Cube device these run as kernels: the keys of COO entries, the
+//! coalescing plan (keys sorted and numbered there), the compression and expansion of sorted
+//! row indices, the segments of a softmax along any dim, the count of a sparse product's
+//! partial products, and the non-zeros of a dense tensor with their coordinates. So
+//! `coalesce`, `to_dense`, `mul_dense`, `sparse::sum`, the CSR <-> COO conversions, dense ->
+//! COO/CSR, the softmax segments and spgemm's memory check read back at most a count or two
+//! instead of every index (or every element). Flex (whose indices are host memory already) and
+//! the other backends answer `None`, and the callers plan on the host. Index tensors are never
+//! tracked, so autodiff devices delegate to their inner backend.
 
 use burn::backend::{
     backend_extension,
