@@ -213,6 +213,9 @@ impl<const D: usize> SparseTensor<D> {
             return Ok(Self { shape, values, ..self.clone() });
         }
         self.via_coo(|c| {
+            if let Some(t) = c.device_narrow(shape, dim, start, length) {
+                return Ok(t);
+            }
             let (sd, nse) = (c.sparse_dim, c.nnz());
             let mut rows = c.coo_host_indices();
             let range = start as i64..(start + length) as i64;
@@ -226,6 +229,42 @@ impl<const D: usize> SparseTensor<D> {
                 .collect();
             let values = gather_rows(c.values.clone(), keep);
             c.coo_from_host(shape, sd, out, values, c.coalesced)
+        })
+    }
+}
+
+impl<const D: usize> SparseTensor<D> {
+    /// `narrow` of a COO tensor along sparse dim `dim` (to `shape`), its entries found on the
+    /// tensor's device (`IndexKernels::nonzero_rows` over the in-range flags: a Cube device
+    /// reads back their count) and moved there; `None` where the backend finds them on the host
+    /// or the tensor stores nothing.
+    fn device_narrow(&self, shape: [usize; D], dim: usize, start: usize, length: usize) -> Option<Self> {
+        let crate::tensor::Indices::Coo(indices) = &self.indices else { return None };
+        let (sd, nse) = (self.sparse_dim, self.nnz());
+        if nse == 0 {
+            return None;
+        }
+        let row = indices.clone().slice([dim..dim + 1, 0..nse]);
+        let inside = row.clone().greater_equal_elem(start as i64).bool_and(row.lower_elem((start + length) as i64));
+        let flags: Tensor<2> = crate::util::reshape(inside.float(), [nse, 1]);
+        let keep = crate::index_kernels::device_nonzero_rows(&flags)?;
+        let n = keep.dims()[0];
+        let kept = if n == 0 {
+            Tensor::<2, Int>::zeros([sd, 0], (&self.device(), indices.dtype()))
+        } else {
+            // The narrowed dim counts from `start` (no element-wise op on an empty tensor:
+            // burn's Cube backend rejects them).
+            let shift: Vec<i64> = (0..sd).map(|d| if d == dim { start as i64 } else { 0 }).collect();
+            let shift = crate::util::int_tensor(shift, [sd, 1], indices.dtype(), &self.device());
+            indices.clone().select(1, keep.clone()) - shift
+        };
+        Some(Self {
+            shape,
+            indices: crate::tensor::Indices::Coo(kept),
+            values: crate::movement::gather_rows_at(self.values.clone(), keep),
+            coalesced: self.coalesced || n < 2,
+            trust: crate::tensor::Trust::Checked,
+            ..self.clone()
         })
     }
 }
