@@ -166,9 +166,15 @@ impl HostAccess for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: reads through the portable defaults; storage identity from
+/// the fused tensor's id (clones of one tensor), else from the Cube buffers behind the two.
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl HostAccess for crate::cube::FusedCube {}
+impl HostAccess for crate::cube::FusedCube {
+    fn same_int_storage(a: IntTensor<Self>, b: IntTensor<Self>) -> bool {
+        use crate::cube::fused::int;
+        a.id == b.id || crate::cube::CubeBackend::same_int_storage(int(a), int(b))
+    }
+}
 
 impl HostAccess for Flex {
     fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {

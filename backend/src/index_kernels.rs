@@ -143,9 +143,81 @@ fn wide(t: &burn_cubecl::tensor::CubeTensor) -> bool {
     matches!(t.dtype, burn::tensor::DType::I32 | burn::tensor::DType::I64)
 }
 
-/// Cube devices under burn's `fusion`: planned on the host.
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`),
+/// for the dtypes they take (the others plan on the host, with the tensor left unresolved).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl IndexKernels for crate::cube::FusedCube {}
+impl IndexKernels for crate::cube::FusedCube {
+    fn linear_keys(indices: IntTensor<Self>, sizes: &[usize]) -> Option<IntTensor<Self>> {
+        use crate::cube::fused::{int, publish_int};
+        let client = indices.client.clone();
+        let keys = fused_wide(&indices).then(|| crate::cube::CubeBackend::linear_keys(int(indices), sizes))??;
+        Some(publish_int(&client, keys))
+    }
+
+    fn coalesce_plan(indices: IntTensor<Self>, sizes: &[usize]) -> Option<Option<(IntTensor<Self>, IntTensor<Self>)>> {
+        use crate::cube::fused::{int, publish, Out};
+        let client = indices.client.clone();
+        let plan = fused_wide(&indices).then(|| crate::cube::CubeBackend::coalesce_plan(int(indices), sizes))??;
+        Some(plan.map(|(unique, position)| {
+            let [unique, position] = publish(&client, [Out::Int(unique), Out::Int(position)]);
+            (unique, position)
+        }))
+    }
+
+    fn compress_sorted(sorted: IntTensor<Self>, rows: usize) -> Option<IntTensor<Self>> {
+        use crate::cube::fused::{int, publish_int};
+        let client = sorted.client.clone();
+        let out = fused_wide(&sorted).then(|| crate::cube::CubeBackend::compress_sorted(int(sorted), rows))??;
+        Some(publish_int(&client, out))
+    }
+
+    fn expand(compressed: IntTensor<Self>, nse: usize) -> Option<IntTensor<Self>> {
+        use crate::cube::fused::{int, publish_int};
+        let client = compressed.client.clone();
+        let out = fused_wide(&compressed).then(|| crate::cube::CubeBackend::expand(int(compressed), nse))??;
+        Some(publish_int(&client, out))
+    }
+
+    fn segment_plan(
+        indices: IntTensor<Self>,
+        sizes: &[usize],
+        dim: usize,
+    ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+        use crate::cube::fused::{int, publish, Out};
+        let client = indices.client.clone();
+        let (offsets, order) =
+            fused_wide(&indices).then(|| crate::cube::CubeBackend::segment_plan(int(indices), sizes, dim))??;
+        let [offsets, order] = publish(&client, [Out::Int(offsets), Out::Int(order)]);
+        Some((offsets, order))
+    }
+
+    fn partial_products(a_col: IntTensor<Self>, b_crow: IntTensor<Self>) -> Option<u64> {
+        use crate::cube::fused::int;
+        (fused_wide(&a_col) && fused_wide(&b_crow))
+            .then(|| crate::cube::CubeBackend::partial_products(int(a_col), int(b_crow)))?
+    }
+
+    fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
+        use crate::cube::fused::{float, publish_int};
+        let client = flat.client.clone();
+        Some(publish_int(&client, crate::cube::CubeBackend::nonzero_rows(float(flat))?))
+    }
+
+    fn delinearize(keys: IntTensor<Self>, sizes: &[usize], dtype: IntDType) -> Option<IntTensor<Self>> {
+        use crate::cube::fused::{int, publish_int};
+        let client = keys.client.clone();
+        let wide_out = matches!(DType::from(dtype), DType::I32 | DType::I64);
+        let out = (fused_wide(&keys) && wide_out)
+            .then(|| crate::cube::CubeBackend::delinearize(int(keys), sizes, dtype))??;
+        Some(publish_int(&client, out))
+    }
+}
+
+/// Whether the Cube kernels take a fused index tensor of this dtype (checked before resolving it).
+#[cfg(all(feature = "cube", feature = "fusion"))]
+fn fused_wide(t: &crate::cube::fused::Fused) -> bool {
+    matches!(t.dtype, DType::I32 | DType::I64)
+}
 
 mod autodiff_impl {
     use super::*;

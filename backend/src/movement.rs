@@ -119,9 +119,15 @@ impl RowMovement for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl RowMovement for crate::cube::FusedCube {}
+impl RowMovement for crate::cube::FusedCube {
+    fn index_add_rows(values: FloatTensor<Self>, targets: IntTensor<Self>, rows: usize) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        publish_float(&client, crate::cube::CubeBackend::index_add_rows(float(values), int(targets), rows))
+    }
+}
 
 impl RowMovement for Flex {
     fn gather_rows(values: FlexTensor, ids: FlexTensor) -> FlexTensor {

@@ -51,9 +51,22 @@ impl SddmmKernels for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SddmmKernels for crate::cube::FusedCube {}
+impl SddmmKernels for crate::cube::FusedCube {
+    unsafe fn csr_sddmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = a.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe { crate::cube::CubeBackend::csr_sddmm(int(crow), int(col), float(a), float(b)) };
+        publish_float(&client, out)
+    }
+}
 
 impl SddmmKernels for Flex {
     unsafe fn csr_sddmm(crow: FlexTensor, col: FlexTensor, a: FlexTensor, b: FlexTensor) -> FlexTensor {

@@ -231,9 +231,50 @@ impl SemiKernels for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SemiKernels for crate::cube::FusedCube {}
+impl SemiKernels for crate::cube::FusedCube {
+    fn semi_mm(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        b: FloatTensor<Self>,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        publish_float(
+            &client,
+            crate::cube::CubeBackend::semi_mm(float(values), int(metadata), cols, float(b), transposed),
+        )
+    }
+
+    fn semi_mm_t(
+        values: FloatTensor<Self>,
+        metadata: IntTensor<Self>,
+        cols: usize,
+        g: FloatTensor<Self>,
+        transposed: bool,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        publish_float(
+            &client,
+            crate::cube::CubeBackend::semi_mm_t(float(values), int(metadata), cols, float(g), transposed),
+        )
+    }
+
+    fn semi_sddmm(
+        metadata: IntTensor<Self>,
+        cols: usize,
+        g: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = g.client.clone();
+        publish_float(&client, crate::cube::CubeBackend::semi_sddmm(int(metadata), cols, float(g), float(b)))
+    }
+}
 
 impl SemiKernels for Flex {
     fn semi_mm(values: FlexTensor, metadata: FlexTensor, cols: usize, b: FlexTensor, transposed: bool) -> FlexTensor {

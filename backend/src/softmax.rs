@@ -293,9 +293,33 @@ impl SoftmaxKernels for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SoftmaxKernels for crate::cube::FusedCube {}
+impl SoftmaxKernels for crate::cube::FusedCube {
+    fn segment_softmax(
+        values: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        publish_float(&client, crate::cube::CubeBackend::segment_softmax(float(values), int(offsets), int(order), log))
+    }
+
+    fn segment_softmax_backward(
+        y: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = y.client.clone();
+        let out = crate::cube::CubeBackend::segment_softmax_backward(float(y), float(g), int(offsets), int(order), log);
+        publish_float(&client, out)
+    }
+}
 
 impl SoftmaxKernels for Flex {
     fn segment_softmax(values: FlexTensor, offsets: FlexTensor, order: FlexTensor, log: bool) -> FlexTensor {

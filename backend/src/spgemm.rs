@@ -399,9 +399,129 @@ impl SpgemmKernels for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SpgemmKernels for crate::cube::FusedCube {}
+impl SpgemmKernels for crate::cube::FusedCube {
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = a_values.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe {
+            crate::cube::CubeBackend::csr_spgemm(
+                int(a_crow),
+                int(a_col),
+                float(a_values),
+                int(b_crow),
+                int(b_col),
+                float(b_values),
+                int(c_crow),
+                int(c_col),
+                n,
+            )
+        };
+        publish_float(&client, out)
+    }
+
+    unsafe fn csr_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+        use crate::cube::fused::{float, int, publish, Out};
+        let client = a_values.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let (crow, col, values) = unsafe {
+            crate::cube::CubeBackend::csr_spgemm_product(
+                int(a_crow),
+                int(a_col),
+                float(a_values),
+                int(b_crow),
+                int(b_col),
+                float(b_values),
+                n,
+            )
+        };
+        let [crow, col, values] = publish(&client, [Out::Int(crow), Out::Int(col), Out::Float(values)]);
+        (crow, col, values)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm_grad_a(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = g.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe {
+            crate::cube::CubeBackend::csr_spgemm_grad_a(
+                int(a_crow),
+                int(a_col),
+                int(b_crow),
+                int(b_col),
+                float(b_values),
+                int(c_crow),
+                int(c_col),
+                float(g),
+                n,
+            )
+        };
+        publish_float(&client, out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm_grad_b(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = g.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe {
+            crate::cube::CubeBackend::csr_spgemm_grad_b(
+                int(a_crow),
+                int(a_col),
+                float(a_values),
+                int(b_crow),
+                int(b_col),
+                int(c_crow),
+                int(c_col),
+                float(g),
+                n,
+            )
+        };
+        publish_float(&client, out)
+    }
+}
 
 impl SpgemmKernels for Flex {
     unsafe fn csr_spgemm(

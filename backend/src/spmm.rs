@@ -264,9 +264,69 @@ impl SpmmKernels for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SpmmKernels for crate::cube::FusedCube {}
+impl SpmmKernels for crate::cube::FusedCube {
+    unsafe fn csr_spmm(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        cell: &TransposeCell,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe { crate::cube::CubeBackend::csr_spmm(int(crow), int(col), float(values), float(x), cell) };
+        publish_float(&client, out)
+    }
+
+    unsafe fn csr_spmm_t(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe {
+            crate::cube::CubeBackend::csr_spmm_t(int(crow), int(col), float(values), float(g), k, transposed)
+        };
+        publish_float(&client, out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spmm_backward(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        g: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        transpose: bool,
+        k: usize,
+        transposed: &TransposeCell,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe {
+            crate::cube::CubeBackend::csr_spmm_backward(
+                int(crow),
+                int(col),
+                float(values),
+                float(g),
+                float(x),
+                transpose,
+                k,
+                transposed,
+            )
+        };
+        publish_float(&client, out)
+    }
+}
 
 impl SpmmKernels for Flex {
     unsafe fn csr_spmm(

@@ -163,9 +163,50 @@ impl SpmmReduceKernels for crate::cube::CubeBackend {
     }
 }
 
-/// Cube devices under burn's `fusion`: the portable defaults (burn ops, which fuse).
+/// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SpmmReduceKernels for crate::cube::FusedCube {}
+impl SpmmReduceKernels for crate::cube::FusedCube {
+    unsafe fn csr_spmm_arg_extreme(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        max: bool,
+    ) -> (FloatTensor<Self>, IntTensor<Self>) {
+        use crate::cube::fused::{float, int, publish, Out};
+        let client = values.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let (out, arg) = unsafe {
+            crate::cube::CubeBackend::csr_spmm_arg_extreme(int(crow), int(col), float(values), float(x), max)
+        };
+        let [out, arg] = publish(&client, [Out::Float(out), Out::Int(arg)]);
+        (out, arg)
+    }
+
+    unsafe fn csr_spmm_arg_extreme_backward(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        arg: IntTensor<Self>,
+        g: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        use crate::cube::fused::{float, int, publish_float};
+        let client = values.client.clone();
+        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        let out = unsafe {
+            crate::cube::CubeBackend::csr_spmm_arg_extreme_backward(
+                int(crow),
+                int(col),
+                float(values),
+                float(x),
+                int(arg),
+                float(g),
+            )
+        };
+        publish_float(&client, out)
+    }
+}
 
 impl SpmmReduceKernels for Flex {
     unsafe fn csr_spmm_arg_extreme(

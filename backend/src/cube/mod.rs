@@ -2,8 +2,8 @@
 //! tensor's device says which): the CubeCL kernels behind the extension traits' Cube impls.
 //!
 //! Feature `cube`, turned on by a runtime feature (`wgpu`); with `fusion` (burn's, which wraps
-//! the backend in `Fusion<..>`) the traits are implemented for [`FusedCube`] by their portable
-//! defaults, which burn's fusion compiles lazily. The impls themselves live beside the
+//! the backend in `Fusion<..>`) the traits are implemented for [`FusedCube`] by the same
+//! kernels, run on the tensors fusion resolves for them (`fused`). The impls themselves live beside the
 //! Flex ones, in the file of each primitive; a trait method without a kernel here runs its
 //! portable default (burn ops on the device, and a host read of the pattern where the default
 //! needs one).
@@ -14,10 +14,12 @@ compile_error!("the feature `cube` needs a runtime feature of sparsegrad-backend
 pub use burn_cubecl::CubeBackend;
 
 /// The Cube backend as burn dispatches it with its `fusion` feature (feature `fusion` here,
-/// which must be on whenever burn's is): the extension traits run their portable defaults there.
+/// which must be on whenever burn's is): the extension traits run the Cube kernels there.
 #[cfg(feature = "fusion")]
 pub type FusedCube = burn::backend::fusion::Fusion<CubeBackend>;
 
+#[cfg(feature = "fusion")]
+pub(crate) mod fused;
 pub(crate) mod keys;
 pub(crate) mod semi;
 pub(crate) mod softmax;
