@@ -1,8 +1,8 @@
 //! Joining sparse tensors: `sparse::cat` along an existing dim, `sparse::stack` along a new one,
 //! and torch's `hstack` / `vstack`.
 //!
-//! Along a sparse dim the index arrays are concatenated with each tensor's coordinates shifted
-//! by the sizes before it; along a dense dim (torch's rule) the indices are concatenated as they
+//! Along a sparse dim the index arrays are concatenated on their device (nothing read back)
+//! with each tensor's coordinates shifted by the sizes before it; along a dense dim (torch's rule) the indices are concatenated as they
 //! are and each tensor's values are padded with zeros to the joined dense extent, so entries at
 //! the same index from different inputs become duplicates (uncoalesced). Values are joined with
 //! burn's `cat`, so gradients flow back to every input's values. COO is native; compressed
@@ -68,17 +68,21 @@ fn cat_coo<const D: usize>(tensors: &[SparseTensor<D>], dim: usize) -> Result<Sp
         .iter()
         .try_fold(0usize, |acc, t| acc.checked_add(t.shape[dim]))
         .ok_or_else(|| invalid("cat", format!("the sizes along dim {dim} overflow usize")))?;
-    let total: usize = tensors.iter().map(|t| t.nnz()).sum();
-    let mut rows: Vec<Vec<i64>> = vec![Vec::with_capacity(total); sd];
-    let mut offset = 0i64;
-    for t in tensors {
-        let (host, nse) = (t.coo_host_indices(), t.nnz());
-        for (d, row) in rows.iter_mut().enumerate() {
-            let shift = if d == dim { offset } else { 0 };
-            row.extend(host[d * nse..(d + 1) * nse].iter().map(|&v| v + shift));
-        }
-        offset += t.shape[dim] as i64;
-    }
+    // Each tensor's indices on the device, shifted along a sparse `dim` by the sizes before it
+    // (the joined size fits the result's index dtype, so every offset does).
+    let index_parts = tensors.iter().map(|t| t.indices_raw()).collect::<Result<Vec<_>>>()?;
+    let shift = (dim < sd).then(|| {
+        let mut offset = 0i64;
+        let offsets = tensors
+            .iter()
+            .map(|t| {
+                let before = offset;
+                offset += t.shape[dim] as i64;
+                before
+            })
+            .collect();
+        (dim, offsets)
+    });
     let values: Vec<Tensor<2>> = if dim < sd {
         tensors.iter().map(|t| t.values.clone()).collect()
     } else {
@@ -93,7 +97,7 @@ fn cat_coo<const D: usize>(tensors: &[SparseTensor<D>], dim: usize) -> Result<Sp
         _ => Tensor::cat(parts, 0),
     };
     let coalesced = (dim == 0 || tensors.len() == 1) && tensors.iter().all(|t| t.coalesced);
-    first.coo_from_host(shape, sd, rows.concat(), values, coalesced)
+    first.coo_from_device_parts(shape, sd, index_parts, shift, values, coalesced)
 }
 
 /// Each tensor's values with dense dim `k` zero-padded to `extent`, its own slice at the offset

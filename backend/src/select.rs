@@ -122,6 +122,34 @@ impl<const D: usize> SparseTensor<D> {
         }
         self.via_coo(|c| {
             let (sd, nse) = (c.sparse_dim, c.nnz());
+            if let Some(n) = c.device_narrow(c.shape, dim, index, 1) {
+                // The entries at `index` found on the device; then their coordinate along `dim`
+                // (all `index`) dropped. Removing a constant coordinate keeps the order.
+                let crate::tensor::Indices::Coo(kept) = &n.indices else { unreachable!("COO layout") };
+                let m = n.nnz();
+                let indices = if m == 0 {
+                    crate::util::int_tensor(Vec::new(), [sd - 1, 0], kept.dtype(), &c.device())
+                } else {
+                    let parts: Vec<Tensor<2, Int>> = [0..dim, dim + 1..sd]
+                        .into_iter()
+                        .filter(|r| !r.is_empty())
+                        .map(|r| kept.clone().slice([r, 0..m]))
+                        .collect();
+                    Tensor::cat(parts, 0)
+                };
+                return Ok(SparseTensor {
+                    layout: crate::layout::Layout::Coo,
+                    shape,
+                    batch_dim: 0,
+                    sparse_dim: sd - 1,
+                    dense_dim: n.dense_dim,
+                    blocksize: None,
+                    indices: crate::tensor::Indices::Coo(indices),
+                    values: n.values,
+                    coalesced: n.coalesced,
+                    trust: crate::tensor::Trust::Checked,
+                });
+            }
             let rows = c.coo_host_indices();
             let keep: Vec<i64> = (0..nse as i64).filter(|&j| rows[dim * nse + j as usize] == index as i64).collect();
             let out = (0..sd)

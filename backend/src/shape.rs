@@ -3,7 +3,9 @@
 //! share: building a COO result from host indices, running a COO op on the other layouts, and
 //! moving values along one dense dim.
 //!
-//! Indices are rewritten on the host (index algebra); values only move through burn ops
+//! Indices are rewritten on the host (index algebra), except by `unsqueeze` and `cat`, which
+//! insert a row or shift one with burn's ops where the indices live, and by `reshape` on a
+//! backend with `IndexKernels` (keys and coordinates computed there); values only move through burn ops
 //! (`reshape`, `swap_dims`, `select`) and the row movements, so every op here is
 //! differentiable with respect to the values. COO is the native layout: a compressed input is
 //! converted to COO and the result converted back to the input's layout (an error when that
@@ -15,6 +17,7 @@ use crate::algebra::{
     validate::{check_numel, check_shape},
 };
 use crate::error::{invalid, Result};
+use crate::index_kernels::{device_delinearize, device_linear_keys};
 use crate::layout::Layout;
 use crate::movement::gather_index;
 use crate::tensor::{Indices, SparseTensor, Trust};
@@ -25,6 +28,51 @@ use burn::tensor::Tensor;
 pub(crate) fn fixed_rank<const E: usize>(operation: &'static str, shape: Vec<usize>) -> Result<[usize; E]> {
     let rank = shape.len();
     shape.try_into().map_err(|_| invalid(operation, format!("the result has rank {rank}, asked for rank {E}")))
+}
+
+/// A checked COO tensor of `shape` over `indices [sparse_dim, nse]` (in bounds of `shape`, in a
+/// dtype that holds it) and `values [nse, ..]`.
+fn coo_with<const E: usize>(
+    shape: [usize; E],
+    sparse_dim: usize,
+    indices: Tensor<2, burn::tensor::Int>,
+    values: Tensor<2>,
+    coalesced: bool,
+) -> SparseTensor<E> {
+    let nse = values.dims()[0];
+    SparseTensor {
+        layout: Layout::Coo,
+        shape,
+        batch_dim: 0,
+        sparse_dim,
+        dense_dim: E - sparse_dim,
+        blocksize: None,
+        indices: Indices::Coo(indices),
+        values,
+        coalesced: coalesced || nse < 2,
+        trust: Trust::Checked,
+    }
+}
+
+/// `indices [r, n]` with a row of zeros inserted before row `at`, by burn's ops on their device
+/// (nothing read back).
+fn with_zero_row(indices: &Tensor<2, burn::tensor::Int>, at: usize) -> Tensor<2, burn::tensor::Int> {
+    let [r, n] = indices.dims();
+    let device = indices.device();
+    if n == 0 {
+        // burn's Cube backend rejects element-wise work on empty rank-2 tensors.
+        return int_tensor(Vec::new(), [r + 1, 0], indices.dtype(), &device);
+    }
+    let zeros = Tensor::<2, burn::tensor::Int>::zeros([1, n], (&device, indices.dtype()));
+    let mut parts = Vec::with_capacity(3);
+    if at > 0 {
+        parts.push(indices.clone().slice([0..at, 0..n]));
+    }
+    parts.push(zeros);
+    if at < r {
+        parts.push(indices.clone().slice([at..r, 0..n]));
+    }
+    Tensor::cat(parts, 0)
 }
 
 /// `t` with positions `ids` of axis 2 (a dense dim in the `[elements, pre, d, post]` view),
@@ -50,23 +98,62 @@ impl<const D: usize> SparseTensor<D> {
         values: Tensor<2>,
         coalesced: bool,
     ) -> Result<SparseTensor<E>> {
-        check_numel(&shape)?;
+        let dtype = self.coo_index_dtype(&shape, sparse_dim)?;
+        let nse = values.dims()[0];
+        let indices = int_tensor(indices, [sparse_dim, nse], dtype, &self.device());
+        Ok(coo_with(shape, sparse_dim, indices, values, coalesced))
+    }
+
+    /// [`Self::coo_from_host`] with indices already on the device: each index tensor
+    /// `[sparse_dim, n_i]` is cast to the result's index dtype (whose range holds every index of
+    /// `shape`), then `shift` adds to its row `shift.0` its own offset `shift.1[i]`, and the parts
+    /// are joined along the entries. Nothing is read back.
+    pub(crate) fn coo_from_device_parts<const E: usize>(
+        &self,
+        shape: [usize; E],
+        sparse_dim: usize,
+        parts: Vec<Tensor<2, burn::tensor::Int>>,
+        shift: Option<(usize, Vec<i64>)>,
+        values: Tensor<2>,
+        coalesced: bool,
+    ) -> Result<SparseTensor<E>> {
+        let dtype = self.coo_index_dtype(&shape, sparse_dim)?;
+        let device = self.device();
+        let mut kept = Vec::with_capacity(parts.len());
+        for (i, part) in parts.into_iter().enumerate() {
+            if part.dims()[1] == 0 {
+                continue;
+            }
+            // Cast first: an offset may not fit the part's own (narrower) dtype.
+            let part = if part.dtype() == dtype { part } else { part.cast(dtype) };
+            kept.push(match &shift {
+                Some((row, offsets)) if offsets[i] != 0 => {
+                    let mut column = vec![0; sparse_dim];
+                    column[*row] = offsets[i];
+                    part + int_tensor(column, [sparse_dim, 1], dtype, &device)
+                }
+                _ => part,
+            });
+        }
+        let nse = values.dims()[0];
+        let indices = match kept.len() {
+            0 => int_tensor(Vec::new(), [sparse_dim, 0], dtype, &device),
+            1 => kept.pop().expect("one part"),
+            _ => Tensor::cat(kept, 1),
+        };
+        debug_assert_eq!(indices.dims(), [sparse_dim, nse]);
+        Ok(coo_with(shape, sparse_dim, indices, values, coalesced))
+    }
+
+    /// The index dtype of a COO result of `shape` derived from this tensor: this tensor's,
+    /// widened where a sparse size does not fit it; an error when the shape's element count
+    /// overflows or a size fits no index dtype.
+    fn coo_index_dtype(&self, shape: &[usize], sparse_dim: usize) -> Result<burn::tensor::DType> {
+        check_numel(shape)?;
         let largest = shape[..sparse_dim].iter().copied().max().unwrap_or(0);
         let dtype = index_dtype_for(self.index_dtype(), largest as u64);
         check_shape(&shape[..sparse_dim], dtype)?;
-        let nse = values.dims()[0];
-        Ok(SparseTensor {
-            layout: Layout::Coo,
-            shape,
-            batch_dim: 0,
-            sparse_dim,
-            dense_dim: E - sparse_dim,
-            blocksize: None,
-            indices: Indices::Coo(int_tensor(indices, [sparse_dim, nse], dtype, &self.device())),
-            values,
-            coalesced: coalesced || nse < 2,
-            trust: Trust::Checked,
-        })
+        Ok(dtype)
     }
 
     /// COO indices read to the host, `[sparse_dim, nse]`.
@@ -185,11 +272,9 @@ impl<const D: usize> SparseTensor<D> {
         let mut indices = self.indices.clone();
         match self.layout {
             Layout::Coo if dim <= self.sparse_dim => {
-                let nse = self.nnz();
-                let mut rows = self.coo_host_indices();
-                rows.splice(dim * nse..dim * nse, std::iter::repeat_n(0, nse));
+                let Indices::Coo(old) = &self.indices else { unreachable!("COO layout") };
                 sparse_dim += 1;
-                indices = Indices::Coo(int_tensor(rows, [sparse_dim, nse], self.index_dtype(), &self.device()));
+                indices = Indices::Coo(with_zero_row(old, dim));
             }
             Layout::Coo => dense_dim += 1,
             _ if dim <= self.batch_dim => batch_dim += 1,
@@ -235,10 +320,28 @@ impl<const D: usize> SparseTensor<D> {
         new_shape.extend_from_slice(dense);
         let new_shape = fixed_rank::<E>("reshape", new_shape)?;
         self.via_coo(|c| {
+            if let Some(t) = c.device_reshape(new_shape, &sparse)? {
+                return Ok(t);
+            }
             let e = c.entries()?;
             let indices = keys::delinearize(&e.keys, &sparse);
             c.coo_from_host(new_shape, sparse.len(), indices, e.values, c.coalesced)
         })
+    }
+
+    /// [`Self::try_reshape`] of a COO tensor where the backend computes keys on the device
+    /// (`IndexKernels`): each entry's linear key under the old sparse sizes, then its coordinates
+    /// under `sparse`, nothing read back. `None` where the backend plans on the host.
+    fn device_reshape<const E: usize>(&self, shape: [usize; E], sparse: &[usize]) -> Result<Option<SparseTensor<E>>> {
+        let Indices::Coo(indices) = &self.indices else { return Ok(None) };
+        if self.nnz() == 0 {
+            return Ok(None);
+        }
+        self.check_invariants()?;
+        let dtype = self.coo_index_dtype(&shape, sparse.len())?;
+        let Some(keys) = device_linear_keys(indices, &self.shape[..self.sparse_dim]) else { return Ok(None) };
+        let Some(indices) = device_delinearize(&keys, sparse, dtype) else { return Ok(None) };
+        Ok(Some(coo_with(shape, sparse.len(), indices, self.values.clone(), self.coalesced)))
     }
 }
 

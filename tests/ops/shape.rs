@@ -316,6 +316,46 @@ fn narrow_matches_dense() {
 
 // ---------------------------------------------------------------- cat, stack, hstack, vstack
 
+/// `cat` and `unsqueeze` of COO rewrite the indices on their device: an index dtype too narrow
+/// for the joined size is widened before the offsets are added, inputs of mixed index dtypes
+/// join in the first one's (widened where needed), and empty inputs add nothing.
+#[test]
+fn cat_widens_narrow_indices_and_unsqueeze_inserts_a_zero_row() {
+    let device = dev();
+    let narrow: Vec<DType> =
+        [DType::I8, DType::I16, DType::I32].into_iter().filter(|&d| device.supports_dtype(d)).collect();
+    for &idx in &narrow {
+        let coo = |rows: &[i64], cols: &[i64], vals: &[f32], idx: DType| {
+            let n = rows.len();
+            // Built in its dtype (a cast is element-wise work, which burn's Cube backend refuses
+            // on an empty rank-2 tensor).
+            let data = TensorData::new([rows, cols].concat(), [2, n]).convert_dtype(idx);
+            let indices = Tensor::<2, Int>::from_data(data, (&device, idx));
+            let values = Tensor::<1>::from_data(TensorData::new(vals.to_vec(), [n]), &device);
+            SparseTensor::<2>::coo(indices, values, [100, 3]).unwrap()
+        };
+        let a = coo(&[0, 99], &[2, 1], &[1.0, 2.0], idx);
+        let b = coo(&[98, 5], &[0, 2], &[3.0, 4.0], DType::I64);
+        let empty = coo(&[], &[], &[], idx);
+        let r = sp::cat(&[a.clone(), empty.clone(), b.clone(), a.clone()], 0);
+        assert_eq!(r.shape(), [400, 3]);
+        // 400 rows need i16 at least: an i8 input is widened, wider ones keep the first's dtype.
+        let expected = if idx == DType::I8 { DType::I16 } else { idx };
+        assert_eq!(r.index_dtype(), expected, "{idx:?}");
+        assert_eq!(ints(r.indices_raw().unwrap()), [0, 99, 298, 205, 300, 399, 2, 1, 0, 2, 2, 1], "{idx:?}");
+        assert_eq!(floats(r.values_flat()), [1.0, 2.0, 3.0, 4.0, 1.0, 2.0]);
+        // Along dim 1 (columns shift by 3 per input), nothing crosses the first's dtype.
+        let r = sp::cat(&[a.clone(), b.clone()], 1);
+        assert_eq!((r.shape(), r.index_dtype()), ([100, 6], idx));
+        assert_eq!(ints(r.indices_raw().unwrap()), [0, 99, 98, 5, 2, 1, 3, 5]);
+        let u = a.unsqueeze::<3>(1);
+        assert_eq!((u.shape(), u.index_dtype()), ([100, 1, 3], idx));
+        assert_eq!(ints(u.indices_raw().unwrap()), [0, 99, 0, 0, 2, 1]);
+        let u = empty.unsqueeze::<3>(0);
+        assert_eq!((u.shape(), u.nnz(), u.indices_raw().unwrap().dims()), ([1, 100, 3], 0, [3, 0]));
+    }
+}
+
 #[test]
 fn cat_matches_dense() {
     for dtype in DTYPES {
