@@ -410,6 +410,19 @@ probe!(
 });
 
 probe!(
+    /// `index_select` with 10^5 entries on one row and an index naming that row 10^5 times:
+    /// 10^10 selected entries (hundreds of GB), counted before anything is sized by them, an
+    /// `Allocation` error, never an abort.
+    alloc_index_select_repeats, limit = LIMIT_KB => {
+    let n = 100_000usize;
+    let cols: Vec<i64> = (0..n as i64).collect();
+    let rows = vec![0i64; n];
+    let s = SparseTensor::<2>::coo(ix(&[rows, cols].concat(), [2, n]), ones([n]), [1, n]).unwrap();
+    let e = s.try_index_select(0, ix(&vec![0; n], [n])).unwrap_err();
+    assert!(matches!(e, SparseError::Allocation { .. }), "{e}");
+});
+
+probe!(
     /// A 10^6 x 10^6 layer at density 1e-9 drew a score per weight position (8e12 bytes): now
     /// its 1000 entries are drawn in memory proportional to them.
     alloc_sparse_layer, limit = LIMIT_KB => {

@@ -94,8 +94,8 @@ fn spmm(operation: &'static str, c: &Csr, x: Tensor<2>, transpose: bool) -> Resu
     spmm_stored(operation, c, x, transpose, false)
 }
 
-/// [`spmm`]; a transposed product `stored_transposed` where the backend can, for a caller
-/// that transposes it next (see `SparseSpmm::sparse_spmm`).
+/// [`spmm`], the product `stored_transposed` where the backend can, for a caller that
+/// transposes it next (see `SparseSpmm::sparse_spmm`).
 fn spmm_stored(
     operation: &'static str,
     c: &Csr,
@@ -329,9 +329,9 @@ pub fn try_mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Result<Tensor<2
         return Err(mismatch("mm_dense_sparse", &x.dims(), &[m, k]));
     }
     let c = csr_of(a, "mm_dense_sparse")?;
-    // aᵀ xᵀ: for a = P that is Pᵀ xᵀ; for a = Pᵀ (CSC) it is P xᵀ. The transposed product is
-    // stored transposed, so the result is contiguous (elementwise ops after it read it in
-    // order; on a transposed view they ran 3-4x slower).
+    // aᵀ xᵀ: for a = P that is Pᵀ xᵀ; for a = Pᵀ (CSC) it is P xᵀ. Either product is stored
+    // transposed, so the result is contiguous (elementwise ops after it read it in order; on a
+    // transposed view they ran 3-4x slower).
     Ok(spmm_stored("mm_dense_sparse", &c, x.transpose(), !c.transposed, true)?.transpose())
 }
 

@@ -41,8 +41,9 @@ use std::sync::Arc;
 pub trait SparseSpmm: Backend {
     /// `A · X` (`transpose = false`, `A` the pattern `[m, k]`, `X [k, n]`, result `[m, n]`) or
     /// `Aᵀ · X` (`transpose = true`, `X [m, n]`, result `[k, n]`); `values [nnz]`. With
-    /// `stored_transposed`, a transposed product is stored as its transpose where the backend
-    /// can (`SpmmKernels::csr_spmm_t_stored_transposed`): for callers that transpose it next.
+    /// `stored_transposed`, the product is stored as its transpose where the backend can
+    /// (`SpmmKernels::csr_spmm_stored_transposed`, `csr_spmm_t_stored_transposed`): for callers
+    /// that transpose it next.
     ///
     /// # Safety
     /// See the trait.
@@ -81,6 +82,8 @@ unsafe fn forward<B: SpmmKernels>(
             B::csr_spmm_t_stored_transposed(crow, col, values, x, k, transposed)
         } else if transpose {
             B::csr_spmm_t(crow, col, values, x, k, transposed)
+        } else if stored_transposed {
+            B::csr_spmm_stored_transposed(crow, col, values, x, transposed)
         } else {
             B::csr_spmm(crow, col, values, x, transposed)
         }

@@ -2,9 +2,10 @@
 //! [`IndexKernels`]. On a Cube device these run as kernels: the keys of COO entries, the
 //! coalescing plan (keys sorted and numbered there), the compression and expansion of sorted
 //! row indices, the segments of a softmax along any dim, the count of a sparse product's
-//! partial products, and the non-zeros of a dense tensor with their coordinates. So
-//! `coalesce`, `to_dense`, `mul_dense`, `sparse::sum`, the CSR <-> COO conversions, dense ->
-//! COO/CSR, the softmax segments and spgemm's memory check read back at most a count or two
+//! partial products, the non-zeros of a dense tensor with their coordinates, and the join of
+//! `index_select` (entries against the index's positions). So `coalesce`, `to_dense`,
+//! `mul_dense`, `sparse::sum`, the CSR <-> COO conversions, dense -> COO/CSR, the softmax
+//! segments, `index_select` and spgemm's memory check read back at most a few integers
 //! instead of every index (or every element). Flex (whose indices are host memory already) and
 //! the other backends answer `None`, and the callers plan on the host. Index tensors are never
 //! tracked, so autodiff devices delegate to their inner backend.
@@ -12,7 +13,7 @@
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
-    Backend, Flex,
+    Backend, ExtensionType, Flex,
 };
 use burn::tensor::{DType, Int, IntDType, Tensor};
 
@@ -83,6 +84,39 @@ pub trait IndexKernels: Backend {
         let _ = (keys, sizes, dtype);
         None
     }
+
+    /// The join of `index_select`: every pair (entry `e`, position `p`) with `coords[e] ==
+    /// index[p]`, for the coordinates `coords [n]` of the entries along the selected dim and the
+    /// index `index [len]` (`n, len >= 1`), entry-major with positions ascending;
+    /// [`Matched::OutOfBounds`] when a value of `index` lies outside `0..size`,
+    /// [`Matched::TooMany`] when there are more than `limit` pairs.
+    fn index_matches(
+        coords: IntTensor<Self>,
+        index: IntTensor<Self>,
+        size: usize,
+        limit: u64,
+    ) -> Option<Matched<Self>> {
+        let _ = (coords, index, size, limit);
+        None
+    }
+}
+
+/// What [`IndexKernels::index_matches`] found.
+#[derive(ExtensionType)]
+pub enum Matched<B: Backend> {
+    /// The pairs, entry-major.
+    Pairs {
+        /// Each pair's entry `[pairs]`.
+        src: IntTensor<B>,
+        /// Each pair's position in the index `[pairs]`.
+        pos: IntTensor<B>,
+        /// Whether the index is strictly increasing.
+        increasing: bool,
+    },
+    /// A value of the index outside the dim.
+    OutOfBounds,
+    /// More pairs than the caller's limit: their number.
+    TooMany(u64),
 }
 
 impl IndexKernels for Flex {}
@@ -134,6 +168,15 @@ impl IndexKernels for crate::cube::CubeBackend {
         let dtype = burn::tensor::DType::from(dtype);
         let wide_out = matches!(dtype, burn::tensor::DType::I32 | burn::tensor::DType::I64);
         (wide(&keys) && wide_out).then(|| crate::cube::keys::delinearize(keys, sizes, dtype))
+    }
+
+    fn index_matches(
+        coords: IntTensor<Self>,
+        index: IntTensor<Self>,
+        size: usize,
+        limit: u64,
+    ) -> Option<Matched<Self>> {
+        (wide(&coords) && wide(&index)).then(|| crate::cube::matches::index_matches(coords, index, size, limit))
     }
 }
 
@@ -211,6 +254,26 @@ impl IndexKernels for crate::cube::FusedCube {
             .then(|| crate::cube::CubeBackend::delinearize(int(keys), sizes, dtype))??;
         Some(publish_int(&client, out))
     }
+
+    fn index_matches(
+        coords: IntTensor<Self>,
+        index: IntTensor<Self>,
+        size: usize,
+        limit: u64,
+    ) -> Option<Matched<Self>> {
+        use crate::cube::fused::{int, publish, Out};
+        let client = coords.client.clone();
+        let found = (fused_wide(&coords) && fused_wide(&index))
+            .then(|| crate::cube::CubeBackend::index_matches(int(coords), int(index), size, limit))??;
+        Some(match found {
+            Matched::Pairs { src, pos, increasing } => {
+                let [src, pos] = publish(&client, [Out::Int(src), Out::Int(pos)]);
+                Matched::Pairs { src, pos, increasing }
+            }
+            Matched::OutOfBounds => Matched::OutOfBounds,
+            Matched::TooMany(n) => Matched::TooMany(n),
+        })
+    }
 }
 
 /// Whether the Cube kernels take a fused index tensor of this dtype (checked before resolving it).
@@ -261,6 +324,20 @@ mod autodiff_impl {
 
         fn delinearize(keys: IntTensor<Self>, sizes: &[usize], dtype: IntDType) -> Option<IntTensor<Self>> {
             B::delinearize(keys, sizes, dtype)
+        }
+
+        fn index_matches(
+            coords: IntTensor<Self>,
+            index: IntTensor<Self>,
+            size: usize,
+            limit: u64,
+        ) -> Option<Matched<Self>> {
+            // The same index tensors: autodiff tracks floats only.
+            Some(match B::index_matches(coords, index, size, limit)? {
+                Matched::Pairs { src, pos, increasing } => Matched::Pairs { src, pos, increasing },
+                Matched::OutOfBounds => Matched::OutOfBounds,
+                Matched::TooMany(n) => Matched::TooMany(n),
+            })
         }
     }
 }
@@ -319,4 +396,19 @@ pub(crate) fn device_segment_plan(
 /// [`IndexKernels::partial_products`] for Int tensors of any device.
 pub(crate) fn device_partial_products(a_col: &Tensor<1, Int>, b_crow: &Tensor<1, Int>) -> Option<u64> {
     <Dispatch as IndexKernels>::partial_products(a_col.clone().into_dispatch(), b_crow.clone().into_dispatch())
+}
+
+/// [`IndexKernels::index_matches`] for Int tensors of any device.
+pub(crate) fn device_index_matches(
+    coords: &Tensor<1, Int>,
+    index: &Tensor<1, Int>,
+    size: usize,
+    limit: u64,
+) -> Option<Matched<Dispatch>> {
+    <Dispatch as IndexKernels>::index_matches(
+        coords.clone().into_dispatch(),
+        index.clone().into_dispatch(),
+        size,
+        limit,
+    )
 }

@@ -2,22 +2,34 @@
 //! the dense value once every sparse dim is indexed), `narrow` (torch's `narrow_copy`) and
 //! [`sparse_mask`] (a dense tensor read at a sparse pattern).
 //!
-//! Along a sparse dim the kept entries and their new indices are found on the host (index
-//! algebra) and the values move with the row gather, whose gradient is the matching
+//! Along a sparse dim the kept entries and their new indices are found where the indices live
+//! (the `IndexKernels` of a Cube device; on the host elsewhere) and the values move with the
+//! row gather, whose gradient is the matching
 //! scatter-add; along a dense dim the values are selected with burn's `select`. Every result is
 //! differentiable with respect to the values (and `sparse_mask` with respect to the dense input).
 //! COO is native; the other layouts go through COO as `shape` describes.
 
 use crate::algebra::keys;
+use crate::alloc::ensure_allocatable;
 use crate::error::{invalid, Result, SparseError};
+use crate::index_kernels::{device_index_matches, Matched};
 use crate::movement::{gather_rows, scatter_add_rows};
-use crate::shape::{fixed_rank, pick_dense};
-use crate::tensor::SparseTensor;
+use crate::shape::{coo_with, fixed_rank, pick_dense};
+use crate::tensor::{Indices, SparseTensor};
 use crate::util::{numel, read_i64, reshape};
 use burn::tensor::{Int, Tensor};
 
 fn out_of_bounds(dim: usize, position: usize, value: i64, size: usize) -> SparseError {
     SparseError::IndexOutOfBounds { component: "index", dim, position, value, size }
+}
+
+/// The values of `index` on the host, or the first one outside `0..size` as an error.
+fn checked_ids(index: &Tensor<1, Int>, dim: usize, size: usize) -> Result<Vec<i64>> {
+    let ids = read_i64(index);
+    if let Some((p, &v)) = ids.iter().enumerate().find(|(_, &v)| v < 0 || v as usize >= size) {
+        return Err(out_of_bounds(dim, p, v, size));
+    }
+    Ok(ids)
 }
 
 impl<const D: usize> SparseTensor<D> {
@@ -36,34 +48,51 @@ impl<const D: usize> SparseTensor<D> {
 
     /// [`Self::index_select`] returning an error for a dim out of range or an index out of
     /// bounds. The result is coalesced when the input is and `index` is strictly increasing.
+    ///
+    /// Along a sparse dim of a COO tensor on a device with the index kernels (a Cube device),
+    /// the matches are found there and four integers are read back (the index's extremes, the
+    /// number of matches and whether it increases); elsewhere the index and the indices are
+    /// read to the host.
     pub fn try_index_select(&self, dim: usize, index: Tensor<1, Int>) -> Result<Self> {
         self.check_dim("index_select", dim)?;
-        let ids = read_i64(&index);
         let size = self.shape[dim];
-        if let Some((p, &v)) = ids.iter().enumerate().find(|(_, &v)| v < 0 || v as usize >= size) {
-            return Err(out_of_bounds(dim, p, v, size));
-        }
         let mut shape = self.shape;
-        shape[dim] = ids.len();
+        shape[dim] = index.dims()[0];
         let indexed = self.indexed_dims();
         if dim >= indexed {
+            let ids = checked_ids(&index, dim, size)?;
             let values = self.map_dense_dim(dim - indexed, |v| pick_dense(v, ids));
             return Ok(Self { shape, values, ..self.clone() });
         }
         self.via_coo(|c| {
+            if let Some(t) = c.device_index_select(shape, dim, &index)? {
+                return Ok(t);
+            }
+            let ids = checked_ids(&index, dim, size)?;
             let (sd, nse) = (c.sparse_dim, c.nnz());
             let rows = c.coo_host_indices();
             let by_value = positions_by_value(&ids);
-            let (mut src, mut new_coord) = (Vec::new(), Vec::new());
-            for j in 0..nse {
-                let at = rows[dim * nse + j];
-                let first = by_value.partition_point(|&(v, _)| v < at);
-                for &(_, k) in by_value[first..].iter().take_while(|&&(v, _)| v == at) {
+            // Each entry's run of matching positions, and their total, checked before a buffer
+            // is sized by it (repeated index values multiply the entries).
+            let runs: Vec<(usize, usize)> = (0..nse)
+                .map(|j| {
+                    let at = rows[dim * nse + j];
+                    let first = by_value.partition_point(|&(v, _)| v < at);
+                    (first, first + by_value[first..].partition_point(|&(v, _)| v == at))
+                })
+                .collect();
+            let m = runs
+                .iter()
+                .try_fold(0usize, |m, &(a, b)| m.checked_add(b - a))
+                .ok_or(SparseError::Allocation { bytes: usize::MAX, what: "index_select: the selected entries" })?;
+            ensure_allocatable(m, c.selected_entry_bytes(), "index_select: the selected entries")?;
+            let (mut src, mut new_coord) = (Vec::with_capacity(m), Vec::with_capacity(m));
+            for (j, &(a, b)) in runs.iter().enumerate() {
+                for &(_, k) in &by_value[a..b] {
                     src.push(j as i64);
                     new_coord.push(k);
                 }
             }
-            let m = src.len();
             let mut out = Vec::with_capacity(sd * m);
             for d in 0..sd {
                 if d == dim {
@@ -76,6 +105,67 @@ impl<const D: usize> SparseTensor<D> {
             let values = gather_rows(c.values.clone(), src);
             c.coo_from_host(shape, sd, out, values, c.coalesced && increasing)
         })
+    }
+
+    /// The bytes an entry of a selection from this tensor takes: its indices (as i64 on the
+    /// host), its source position and its values.
+    fn selected_entry_bytes(&self) -> usize {
+        let item = numel(self.dense_shape()).saturating_mul(self.dtype().size());
+        (self.sparse_dim + 2).saturating_mul(8).saturating_add(item)
+    }
+
+    /// [`Self::try_index_select`] of a COO tensor along sparse dim `dim` (to `shape`), the
+    /// matches found on the tensor's device (`IndexKernels::index_matches`) and the entries
+    /// moved there; `None` where the backend finds them on the host, or nothing is stored or
+    /// selected.
+    fn device_index_select(&self, shape: [usize; D], dim: usize, index: &Tensor<1, Int>) -> Result<Option<Self>> {
+        let Indices::Coo(indices) = &self.indices else { return Ok(None) };
+        let (sd, nse, len, size) = (self.sparse_dim, self.nnz(), index.dims()[0], self.shape[dim]);
+        if nse == 0 || len == 0 {
+            return Ok(None);
+        }
+        let what = "index_select: the selected entries";
+        // The index may live elsewhere (the host path reads it from anywhere): moved here.
+        let device = self.device();
+        let index = if index.device() == device { index.clone() } else { index.clone().to_device(&device) };
+        let row = crate::util::reshape_int(indices.clone().slice([dim..dim + 1, 0..nse]), [nse]);
+        // The kernels address 2^32 elements; the pairs' indices take `sd` rows.
+        let limit = u64::from(u32::MAX) / sd as u64;
+        let Some(found) = device_index_matches(&row, &index, size, limit) else { return Ok(None) };
+        let (src, pos, increasing) = match found {
+            Matched::Pairs { src, pos, increasing } => {
+                (Tensor::<1, Int>::from_dispatch(src), Tensor::<1, Int>::from_dispatch(pos), increasing)
+            }
+            Matched::OutOfBounds => {
+                // The first value out of bounds, named as the host path names it.
+                checked_ids(&index, dim, size)?;
+                return Err(invalid("index_select", format!("an index value outside 0..{size}")));
+            }
+            Matched::TooMany(m) => {
+                let bytes = usize::try_from(m).ok().and_then(|m| m.checked_mul(self.selected_entry_bytes()));
+                return Err(SparseError::Allocation { bytes: bytes.unwrap_or(usize::MAX), what });
+            }
+        };
+        let m = src.dims()[0];
+        let dtype = self.coo_index_dtype(&shape, sd)?;
+        if m == 0 {
+            let indices = crate::util::int_tensor(Vec::new(), [sd, 0], dtype, &device);
+            let values = gather_rows(self.values.clone(), Vec::new());
+            return Ok(Some(coo_with(shape, sd, indices, values, true)));
+        }
+        let picked = indices.clone().select(1, src.clone());
+        let picked = if picked.dtype() == dtype { picked } else { picked.cast(dtype) };
+        let pos = crate::util::reshape_int(if pos.dtype() == dtype { pos } else { pos.cast(dtype) }, [1, m]);
+        let parts: Vec<Tensor<2, Int>> = [
+            (dim > 0).then(|| picked.clone().slice([0..dim, 0..m])),
+            Some(pos),
+            (dim + 1 < sd).then(|| picked.slice([dim + 1..sd, 0..m])),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let values = crate::movement::gather_rows_at(self.values.clone(), src);
+        Ok(Some(coo_with(shape, sd, Tensor::cat(parts, 0), values, self.coalesced && increasing)))
     }
 
     /// torch's `select(dim, index)` (`s[index]` along `dim`), `E = D - 1`: the slice without
@@ -322,8 +412,17 @@ pub fn try_sparse_mask<const D: usize>(dense: &Tensor<D>, mask: &SparseTensor<D>
             format!("dense shape {:?} does not match the mask's shape {:?}", dense.dims(), mask.shape),
         ));
     }
-    let e = mask.entries()?;
     let item = numel(mask.dense_shape());
+    if mask.nnz() > 0 && dense.device() == mask.device() {
+        // On a device with the index kernels the keys are computed there (nothing read back).
+        if let Some((keys, _)) = mask.device_keys()? {
+            let items = numel(&mask.shape[..D - mask.dense_dim]);
+            let flat = reshape(dense.clone(), [items, item]);
+            let values = crate::movement::gather_rows_at(flat, keys);
+            return Ok(SparseTensor { values: reshape(values, mask.values.dims()), ..mask.clone() });
+        }
+    }
+    let e = mask.entries()?;
     let flat = reshape(dense.clone(), [numel(&e.sizes), item]);
     let values = gather_rows(flat, e.keys.iter().map(|&k| k as i64).collect());
     Ok(SparseTensor { values: reshape(values, mask.values.dims()), ..mask.clone() })

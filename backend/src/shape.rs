@@ -32,7 +32,7 @@ pub(crate) fn fixed_rank<const E: usize>(operation: &'static str, shape: Vec<usi
 
 /// A checked COO tensor of `shape` over `indices [sparse_dim, nse]` (in bounds of `shape`, in a
 /// dtype that holds it) and `values [nse, ..]`.
-fn coo_with<const E: usize>(
+pub(crate) fn coo_with<const E: usize>(
     shape: [usize; E],
     sparse_dim: usize,
     indices: Tensor<2, burn::tensor::Int>,
@@ -148,7 +148,7 @@ impl<const D: usize> SparseTensor<D> {
     /// The index dtype of a COO result of `shape` derived from this tensor: this tensor's,
     /// widened where a sparse size does not fit it; an error when the shape's element count
     /// overflows or a size fits no index dtype.
-    fn coo_index_dtype(&self, shape: &[usize], sparse_dim: usize) -> Result<burn::tensor::DType> {
+    pub(crate) fn coo_index_dtype(&self, shape: &[usize], sparse_dim: usize) -> Result<burn::tensor::DType> {
         check_numel(shape)?;
         let largest = shape[..sparse_dim].iter().copied().max().unwrap_or(0);
         let dtype = index_dtype_for(self.index_dtype(), largest as u64);

@@ -26,7 +26,7 @@ use sparsegrad_kernels::alloc::out_len;
 use sparsegrad_kernels::pattern::CscPattern;
 use sparsegrad_kernels::pattern::TransposeCell;
 use sparsegrad_kernels::spmm::{
-    gather_column_values, spmm, spmm_t_gathered, spmm_t_gathered_transposed_out, spmm_t_with,
+    gather_column_values, spmm, spmm_t_gathered, spmm_t_gathered_transposed_out, spmm_t_with, spmm_transposed_out,
 };
 use sparsegrad_kernels::spmm_backward::{spmm_backward, Walk};
 use std::sync::{Arc, Weak};
@@ -56,6 +56,23 @@ pub trait SpmmKernels: Backend {
     ) -> FloatTensor<Self> {
         let _ = cell;
         default::spmm::<Self>(crow, col, values, x, false, 0)
+    }
+
+    /// `A · X` as [`SpmmKernels::csr_spmm`], stored transposed where the backend can: an
+    /// `[m, n]` tensor over a row-major `[n, m]` buffer (strides `[1, m]`), so that its
+    /// transpose, `Xᵀ · Aᵀ`, is contiguous. The default stores it as `csr_spmm` does.
+    ///
+    /// # Safety
+    /// As [`SpmmKernels::csr_spmm`].
+    unsafe fn csr_spmm_stored_transposed(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        cell: &TransposeCell,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract is `csr_spmm`'s.
+        unsafe { Self::csr_spmm(crow, col, values, x, cell) }
     }
 
     /// `Aᵀ · G`: `A` `[m, k]` in CSR, `G [m, n]`, result `[k, n]`; the transposed view from (or
@@ -345,6 +362,26 @@ impl SpmmKernels for Flex {
             |[v, x]| with_pattern!(&crow, &col, k, |a| spmm(a, v, x, n)),
             |[v, x]| with_pattern!(&crow, &col, k, |a| spmm(a, v, x, n)),
         )
+    }
+
+    unsafe fn csr_spmm_stored_transposed(
+        crow: FlexTensor,
+        col: FlexTensor,
+        values: FlexTensor,
+        x: FlexTensor,
+        _cell: &TransposeCell,
+    ) -> FlexTensor {
+        let (crow, col) = (contiguous(crow), contiguous(col));
+        let m = crow.shape()[0] - 1;
+        let [k, n] = [x.shape()[0], x.shape()[1]];
+        // `[n, m]` row-major, viewed as its transpose `[m, n]`.
+        with_real(
+            [values, x],
+            vec![n, m],
+            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
+            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
+        )
+        .transpose(0, 1)
     }
 
     unsafe fn csr_spmm_t(

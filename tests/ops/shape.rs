@@ -218,6 +218,44 @@ fn index_select_matches_dense() {
 }
 
 #[test]
+fn index_select_lists_entries_in_storage_order_with_positions_ascending() {
+    // Uncoalesced COO (rows out of order, one coordinate stored twice, row 3 empty) and an
+    // index with a repeat, in every pairing of i32 and i64.
+    let (rows, cols) = ([2i64, 0, 2, 1, 0], [1i64, 3, 1, 0, 2]);
+    let vals = TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0, 5.0], [5]);
+    for (idx_dtype, ids_dtype) in [(DType::I64, DType::I32), (DType::I32, DType::I64), (DType::I64, DType::I64)] {
+        let indices = common_ops::index_on(&[rows, cols].concat(), [2, 5], idx_dtype, &dev());
+        let s = SparseTensor::<2>::coo(indices, Tensor::<1>::from_data(vals.clone(), &dev()), [4, 4]).unwrap();
+        let at = |ids: &[i64]| common_ops::index_on(ids, [ids.len()], ids_dtype, &dev());
+        // Entry by entry: each matching position of the index, ascending.
+        let r = s.index_select(0, at(&[2, 2, 0]));
+        assert_eq!(r.shape(), [3, 4]);
+        assert_eq!(ints(r.indices_raw().unwrap()), [0, 1, 2, 0, 1, 2, 1, 1, 3, 1, 1, 2], "{idx_dtype:?} {ids_dtype:?}");
+        assert_eq!(floats(r.values_flat()), [1.0, 1.0, 2.0, 3.0, 3.0, 5.0]);
+        assert!(!r.is_coalesced());
+        // Along the columns, the index strictly increasing.
+        let r = s.index_select(1, at(&[1, 2]));
+        assert_eq!(ints(r.indices_raw().unwrap()), [2, 2, 0, 0, 0, 1]);
+        assert_eq!(floats(r.values_flat()), [1.0, 3.0, 5.0]);
+        // Nothing matches: an empty result of the selected shape.
+        let r = s.index_select(0, at(&[3, 3]));
+        assert_eq!((r.shape(), r.nnz()), ([2, 4], 0));
+        assert_eq!(floats(r.to_dense()), vec![0.0; 8]);
+        // The first value out of bounds is named, whichever side it leaves.
+        let err = s.try_index_select(0, at(&[1, -1, 9])).unwrap_err();
+        assert_eq!(err, SparseError::IndexOutOfBounds { component: "index", dim: 0, position: 1, value: -1, size: 4 });
+        let err = s.try_index_select(1, at(&[0, 4])).unwrap_err();
+        assert_eq!(err, SparseError::IndexOutOfBounds { component: "index", dim: 1, position: 1, value: 4, size: 4 });
+    }
+    // A coalesced input and a strictly increasing index: coalesced, as the dense reference.
+    let d = dense([6, 5], 2, 0.6, 12, DType::F32, &dev());
+    let c = sparse::<2, 1>(&d, Kind::Coo, 0);
+    let r = c.index_select(0, index(&[0, 3, 4], &dev()));
+    assert!(r.is_coalesced());
+    same(&r, d.select(0, index(&[0, 3, 4], &dev())), "coalesced");
+}
+
+#[test]
 fn select_matches_dense() {
     for dtype in DTYPES {
         let d = dense([3, 4, 5], 3, 0.4, 11, dtype, &dev());

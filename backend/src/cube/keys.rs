@@ -56,6 +56,24 @@ fn non_increases<K: Int, P: Int>(keys: &Tensor<K>, out: &mut Tensor<P>, #[define
     out[p] = flag;
 }
 
+/// The number of positions of `keys [n]` (`n >= 1`) not above the one before, as a one-element
+/// i32 tensor on the device (zero: the keys are strictly increasing).
+pub(crate) fn non_increase_count(keys: &CubeTensor) -> CubeTensor {
+    let n = keys.meta.num_elements();
+    let (client, device) = (keys.client.clone(), keys.device.clone());
+    let flags = empty_device_contiguous_dtype(client.clone(), device, Shape::new([n]), DType::I32);
+    let (count, dim) = launch_dims(&flags, n);
+    non_increases::launch(
+        &client,
+        count,
+        dim,
+        into_contiguous(keys.clone()).into_tensor_arg(),
+        flags.clone().into_tensor_arg(),
+        [keys.dtype, DType::I32].map(dtype_to_storage_type),
+    );
+    <CubeBackend as IntTensorOps<CubeBackend>>::int_sum(flags)
+}
+
 /// `starts[p] = 1` where a run of equal keys starts in the sorted `keys` (at `p = 0` and where
 /// the key differs from the one before), else 0.
 #[cube(launch)]
@@ -189,16 +207,7 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
     let size_t = upload(sizes.iter().map(|&s| s as i64).collect(), kdtype, &device);
     let (count, dim) = launch_dims(&keys, n);
     // Strictly increasing already (no entry at or below the one before): nothing to merge.
-    let flags = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), DType::I32);
-    non_increases::launch(
-        &client,
-        count.clone(),
-        dim,
-        keys.clone().into_tensor_arg(),
-        flags.clone().into_tensor_arg(),
-        [kdtype, DType::I32].map(dtype_to_storage_type),
-    );
-    if read_one(<CubeBackend as IntTensorOps<CubeBackend>>::int_sum(flags)) == 0 {
+    if read_one(non_increase_count(&keys)) == 0 {
         return None;
     }
     let (keys, order) = stable_sort(keys);

@@ -21,6 +21,7 @@ pub type FusedCube = burn::backend::fusion::Fusion<CubeBackend>;
 #[cfg(feature = "fusion")]
 pub(crate) mod fused;
 pub(crate) mod keys;
+pub(crate) mod matches;
 pub(crate) mod semi;
 pub(crate) mod softmax;
 pub(crate) mod sort;
