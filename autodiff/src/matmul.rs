@@ -28,7 +28,7 @@ use sparsegrad_backend::algebra::validate::check_numel;
 use sparsegrad_backend::alloc::{ensure_allocatable, try_vec};
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::gather_rows;
-use sparsegrad_backend::spgemm::{product_count, product_pattern};
+use sparsegrad_backend::spgemm::{masked_product_pattern_on_device, product_count, product_pattern};
 use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int, try_int_tensor};
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
 use sparsegrad_kernels::pattern::TransposeCell;
@@ -763,14 +763,30 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
         let c = unsafe { SparseTensor::csr_trusted(c_crow, c_col, Tensor::from_dispatch(values), [m, n])? };
         return if options.drop_zeros { c.eliminate_zeros() } else { Ok(c) };
     }
-    // SAFETY: the operands (and the mask) are checked CSR tensors of these shapes: valid
-    // patterns with sorted rows.
-    let (crow, col) = unsafe {
-        product_pattern((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), m_idx.as_ref().map(|(c, p)| (c, p)), k, n)?
+    // SAFETY: the operands and the mask are checked CSR tensors of these shapes: valid patterns
+    // with sorted rows.
+    let on_device = m_idx.as_ref().and_then(|(c, p)| unsafe {
+        masked_product_pattern_on_device((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), (c, p))
+    });
+    let (c_crow, c_col) = match on_device {
+        // The symbolic pass on the operands' device (a Cube device: one count read back).
+        Some((crow, col)) => {
+            let nnz = col.dims()[0];
+            let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
+            let col = if nnz == 0 { try_int_tensor(Vec::new(), [0], dtype, &device)? } else { col.cast(dtype) };
+            (crow.cast(dtype), col)
+        }
+        None => {
+            // SAFETY: the operands (and the mask) are checked CSR tensors of these shapes: valid
+            // patterns with sorted rows.
+            let (crow, col) = unsafe {
+                product_pattern((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), m_idx.as_ref().map(|(c, p)| (c, p)), k, n)?
+            };
+            let nnz = col.len();
+            let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
+            (try_int_tensor(crow, [m + 1], dtype, &device)?, try_int_tensor(col, [nnz], dtype, &device)?)
+        }
     };
-    let nnz = col.len();
-    let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
-    let (c_crow, c_col) = (try_int_tensor(crow, [m + 1], dtype, &device)?, try_int_tensor(col, [nnz], dtype, &device)?);
     // SAFETY: `a` and `b` are checked CSR tensors (valid patterns, one value per entry), and
     // `c` is the symbolic pass's pattern of their product (valid, rows sorted).
     let values = Tensor::<1>::from_dispatch(unsafe {

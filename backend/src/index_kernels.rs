@@ -2,11 +2,12 @@
 //! [`IndexKernels`]. On a Cube device these run as kernels: the keys of COO entries, the
 //! coalescing plan (keys sorted and numbered there), the compression and expansion of sorted
 //! row indices, the segments of a softmax along any dim, the count of a sparse product's
-//! partial products, the non-zeros of a dense tensor with their coordinates, and the join of
-//! `index_select` (entries against the index's positions). So `coalesce`, `to_dense`,
-//! `mul_dense`, `sparse::sum`, the CSR <-> COO conversions, dense -> COO/CSR, the softmax
-//! segments, `index_select` and spgemm's memory check read back at most a few integers
-//! instead of every index (or every element). Flex (whose indices are host memory already) and
+//! partial products, the pattern of a masked sparse product, the non-zeros of a dense tensor
+//! with their coordinates, and the join of `index_select` (entries against the index's
+//! positions). So `coalesce`, `to_dense`, `mul_dense`, `sparse::sum`, the CSR <-> COO
+//! conversions, dense -> COO/CSR, the softmax segments, `index_select`, spgemm's memory check
+//! and its masked symbolic pass read back at most a few integers instead of every index (or
+//! every element). Flex (whose indices are host memory already) and
 //! the other backends answer `None`, and the callers plan on the host. Index tensors are never
 //! tracked, so autodiff devices delegate to their inner backend.
 
@@ -68,6 +69,22 @@ pub trait IndexKernels: Backend {
     /// (`b_crow [k + 1]`, valid compressed indices).
     fn partial_products(a_col: IntTensor<Self>, b_crow: IntTensor<Self>) -> Option<u64> {
         let _ = (a_col, b_crow);
+        None
+    }
+
+    /// The pattern of the masked product `C<M> = A · B` (the symbolic pass): of the entries of
+    /// the mask `M [m, n]`, those some entry `(i, k)` of `A [m, k]` meets with an entry `(k, j)`
+    /// of `B [k, n]`, as row pointers `[m + 1]` and columns (i32 or i64). All three are valid
+    /// CSR patterns with sorted, duplicate-free rows (checked CSR tensors').
+    fn masked_product_pattern(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        m_crow: IntTensor<Self>,
+        m_col: IntTensor<Self>,
+    ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+        let _ = (a_crow, a_col, b_crow, b_col, m_crow, m_col);
         None
     }
 
@@ -151,6 +168,18 @@ impl IndexKernels for crate::cube::CubeBackend {
 
     fn partial_products(a_col: IntTensor<Self>, b_crow: IntTensor<Self>) -> Option<u64> {
         (wide(&a_col) && wide(&b_crow)).then(|| crate::cube::spgemm::product_count(&a_col, &b_crow))
+    }
+
+    fn masked_product_pattern(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        m_crow: IntTensor<Self>,
+        m_col: IntTensor<Self>,
+    ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+        let takes = [&a_crow, &a_col, &b_crow, &b_col, &m_crow, &m_col].into_iter().all(wide);
+        takes.then(|| crate::cube::spgemm::masked_pattern(a_crow, a_col, b_crow, b_col, m_crow, m_col))
     }
 
     fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
@@ -240,6 +269,31 @@ impl IndexKernels for crate::cube::FusedCube {
             .then(|| crate::cube::CubeBackend::partial_products(int(a_col), int(b_crow)))?
     }
 
+    fn masked_product_pattern(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        m_crow: IntTensor<Self>,
+        m_col: IntTensor<Self>,
+    ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+        use crate::cube::fused::{int, publish, Out};
+        let client = m_col.client.clone();
+        if ![&a_crow, &a_col, &b_crow, &b_col, &m_crow, &m_col].into_iter().all(fused_wide) {
+            return None;
+        }
+        let (crow, col) = crate::cube::CubeBackend::masked_product_pattern(
+            int(a_crow),
+            int(a_col),
+            int(b_crow),
+            int(b_col),
+            int(m_crow),
+            int(m_col),
+        )?;
+        let [crow, col] = publish(&client, [Out::Int(crow), Out::Int(col)]);
+        Some((crow, col))
+    }
+
     fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
         use crate::cube::fused::{float, publish_int};
         let client = flat.client.clone();
@@ -318,6 +372,17 @@ mod autodiff_impl {
             B::partial_products(a_col, b_crow)
         }
 
+        fn masked_product_pattern(
+            a_crow: IntTensor<Self>,
+            a_col: IntTensor<Self>,
+            b_crow: IntTensor<Self>,
+            b_col: IntTensor<Self>,
+            m_crow: IntTensor<Self>,
+            m_col: IntTensor<Self>,
+        ) -> Option<(IntTensor<Self>, IntTensor<Self>)> {
+            B::masked_product_pattern(a_crow, a_col, b_crow, b_col, m_crow, m_col)
+        }
+
         fn nonzero_rows(flat: FloatTensor<Self>) -> Option<IntTensor<Self>> {
             B::nonzero_rows(flat.primitive().clone())
         }
@@ -391,6 +456,19 @@ pub(crate) fn device_segment_plan(
 ) -> Option<(Tensor<1, Int>, Tensor<1, Int>)> {
     let (offsets, order) = <Dispatch as IndexKernels>::segment_plan(indices.clone().into_dispatch(), sizes, dim)?;
     Some((Tensor::from_dispatch(offsets), Tensor::from_dispatch(order)))
+}
+
+/// [`IndexKernels::masked_product_pattern`] for Int tensors of any device: `(crow, col)` of
+/// the CSR index pairs `a`, `b` and `mask`.
+pub(crate) fn device_masked_product_pattern(
+    a: (&Tensor<1, Int>, &Tensor<1, Int>),
+    b: (&Tensor<1, Int>, &Tensor<1, Int>),
+    mask: (&Tensor<1, Int>, &Tensor<1, Int>),
+) -> Option<(Tensor<1, Int>, Tensor<1, Int>)> {
+    let d = |t: &Tensor<1, Int>| t.clone().into_dispatch();
+    let (crow, col) =
+        <Dispatch as IndexKernels>::masked_product_pattern(d(a.0), d(a.1), d(b.0), d(b.1), d(mask.0), d(mask.1))?;
+    Some((Tensor::from_dispatch(crow), Tensor::from_dispatch(col)))
 }
 
 /// [`IndexKernels::partial_products`] for Int tensors of any device.

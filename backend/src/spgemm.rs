@@ -696,6 +696,22 @@ pub unsafe fn product_pattern(
     })
 }
 
+/// The pattern of the masked product `C<M> = A · B`, as [`product_pattern`] computes it, on the
+/// operands' device where the backend has the kernel (`IndexKernels::masked_product_pattern`:
+/// a Cube device, reading back one count): row pointers and columns there, i32 or i64; `None`
+/// where the symbolic pass runs on the host.
+///
+/// # Safety
+/// The index tensors form valid CSR patterns with sorted rows: `A [m, k]`, `B [k, n]` and the
+/// mask `[m, n]` (checked tensors').
+pub unsafe fn masked_product_pattern_on_device(
+    a: (&Tensor<1, Int>, &Tensor<1, Int>),
+    b: (&Tensor<1, Int>, &Tensor<1, Int>),
+    mask: (&Tensor<1, Int>, &Tensor<1, Int>),
+) -> Option<(Tensor<1, Int>, Tensor<1, Int>)> {
+    crate::index_kernels::device_masked_product_pattern(a, b, mask)
+}
+
 /// The number of partial products `a[i, p] * b[p, j]` of `A · B`, from the index tensors of
 /// CSR operands `A [m, k]` and `B [k, n]`: a bound on the product's stored entries, for a
 /// check of its memory before [`SpgemmKernels::csr_spgemm_product`] runs.

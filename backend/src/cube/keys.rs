@@ -346,14 +346,21 @@ pub(crate) fn nonzero_rows(flat: CubeTensor) -> CubeTensor {
         width,
         [flat.dtype, pdtype].map(dtype_to_storage_type),
     );
+    flagged(flags)
+}
+
+/// The positions (ascending, in the flags' dtype, which holds their count) of the set flags of
+/// `flags [n]` (each 0 or 1, `n >= 1`). Reads back one integer, their count.
+pub(crate) fn flagged(flags: CubeTensor) -> CubeTensor {
+    let n = flags.meta.num_elements();
+    let (client, device, pdtype) = (flags.client.clone(), flags.device.clone(), flags.dtype);
+    let (count, dim) = launch_dims(&flags, n);
     let counts = inclusive_sum(flags.clone());
-    let last = <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(
-        counts.clone(),
-        &[burn::tensor::Slice::from(items - 1..items)],
-    );
-    let n = read_one(last) as usize;
-    let ids = empty_device_contiguous_dtype(client.clone(), device, Shape::new([n]), pdtype);
-    if n == 0 {
+    let last =
+        <CubeBackend as IntTensorOps<CubeBackend>>::int_slice(counts.clone(), &[burn::tensor::Slice::from(n - 1..n)]);
+    let kept = read_one(last) as usize;
+    let ids = empty_device_contiguous_dtype(client.clone(), device, Shape::new([kept]), pdtype);
+    if kept == 0 {
         return ids;
     }
     flagged_positions::launch(

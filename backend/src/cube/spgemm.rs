@@ -1,6 +1,9 @@
 //! Sparse x sparse on Cube devices, over CSR patterns whose rows are sorted and duplicate-free
 //! (checked CSR tensors; `SpgemmKernels`' contract):
 //!
+//! - the pattern of a masked product `C<M> = A · B`: a unit per entry `(i, j)` of `M` walks row
+//!   `i` of `A` and looks for `j` in each row `k` of `B` it picks; the entries found are kept
+//!   (their count read back);
 //! - the values of `A · B` on a given pattern of `C` (a mask's, or the product's own): a unit per
 //!   entry `(i, j)` of `C` walks row `i` of `A` and finds `j` in each row `k` of `B` by bisection;
 //! - the gradients on `A`'s pattern (a unit per entry `(i, k)`: row `k` of `B`, each column found
@@ -20,7 +23,7 @@ use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::CubeBackend;
 
-use super::keys::{inclusive_sum, keys_of_runs, offsets_of_runs, read_one, runs_of};
+use super::keys::{flagged, inclusive_sum, keys_of_runs, offsets_of_runs, read_one, runs_of};
 use super::sort::{bounds, expand, row_of, stable_sort};
 use super::spmm::{assert_addressable, compressed_product, launch_dims, widened};
 
@@ -153,6 +156,38 @@ fn gradient_on_second<F: Float, P: Int>(
         }
     }
     out[r] = acc;
+}
+
+/// `hits[p] = 1` where entry `p = (i, j)` of the mask `M` is reached by `A · B` (some entry
+/// `(i, k)` of `A` meets an entry `(k, j)` of `B`), else 0: the symbolic pass of `C<M> = A · B`.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn mask_hits<P: Int, Q: Int>(
+    a_crow: &Tensor<P>,
+    a_col: &Tensor<P>,
+    b_crow: &Tensor<P>,
+    b_col: &Tensor<P>,
+    m_crow: &Tensor<P>,
+    m_col: &Tensor<P>,
+    hits: &mut Tensor<Q>,
+    m: usize,
+    #[define(P, Q)] _dtypes: [ElemType; 2],
+) {
+    let p = ABSOLUTE_POS;
+    if p >= hits.len() {
+        terminate!();
+    }
+    let i = row_of::<P>(m_crow, m, p);
+    let j = m_col[p];
+    let mut hit = Q::cast_from(0u32);
+    for q in usize::cast_from(a_crow[i])..usize::cast_from(a_crow[i + 1]) {
+        let k = usize::cast_from(a_col[q]);
+        let end = usize::cast_from(b_crow[k + 1]);
+        if find::<P>(b_col, usize::cast_from(b_crow[k]), end, j) < end {
+            hit = Q::cast_from(1u32);
+        }
+    }
+    hits[p] = hit;
 }
 
 /// `counts[q]`, the length of row `a_col[q]` of `B`: the partial products of entry `q` of `A`.
@@ -395,6 +430,63 @@ fn product_ends(a_col: &CubeTensor, b_crow: &CubeTensor) -> (CubeTensor, u64) {
     );
     let total = read_one(last) as u64;
     (ends, total)
+}
+
+/// The pattern of `C<M> = A · B` (`A [m, k]`, `B [k, n]`, the mask `M [m, n]`: valid CSR
+/// patterns with sorted, duplicate-free rows): the entries of `M` the product reaches, as row
+/// pointers `[m + 1]` and columns (in the index type of the operands, i32 where all are i32,
+/// else i64). A unit per entry of `M` walks row `i` of `A` and looks for `j` in each row of `B`
+/// it picks, by bisection. Reads back one integer, the number of entries.
+pub(crate) fn masked_pattern(
+    a_crow: CubeTensor,
+    a_col: CubeTensor,
+    b_crow: CubeTensor,
+    b_col: CubeTensor,
+    m_crow: CubeTensor,
+    m_col: CubeTensor,
+) -> (CubeTensor, CubeTensor) {
+    let [a_crow, a_col, b_crow, b_col, m_crow, m_col] = one_index_type([a_crow, a_col, b_crow, b_col, m_crow, m_col]);
+    let (m, nnz_m, idtype) = (m_crow.meta.num_elements() - 1, m_col.meta.num_elements(), m_col.dtype);
+    let (client, device) = (m_col.client.clone(), m_col.device.clone());
+    if nnz_m == 0 {
+        let crow = zeros_client(client.clone(), device.clone(), Shape::new([m + 1]), idtype);
+        return (crow, empty_device_contiguous_dtype(client, device, Shape::new([0]), idtype));
+    }
+    assert_addressable("spgemm", &[&a_col, &b_col, &m_col]);
+    let pdtype = super::sort::position_dtype(nnz_m);
+    let hits = empty_device_contiguous_dtype(client.clone(), device, Shape::new([nnz_m]), pdtype);
+    let (count, dim) = launch_dims(&hits, nnz_m);
+    mask_hits::launch(
+        &client,
+        count,
+        dim,
+        a_crow.into_tensor_arg(),
+        a_col.into_tensor_arg(),
+        b_crow.into_tensor_arg(),
+        b_col.into_tensor_arg(),
+        m_crow.clone().into_tensor_arg(),
+        m_col.clone().into_tensor_arg(),
+        hits.clone().into_tensor_arg(),
+        m,
+        [idtype, pdtype].map(dtype_to_storage_type),
+    );
+    let kept = flagged(hits);
+    let nnz = kept.meta.num_elements();
+    if nnz == 0 {
+        let crow = zeros_client(client.clone(), m_col.device.clone(), Shape::new([m + 1]), idtype);
+        return (crow, empty_device_contiguous_dtype(client, m_col.device.clone(), Shape::new([0]), idtype));
+    }
+    let select = |t: CubeTensor| <CubeBackend as IntTensorOps<CubeBackend>>::int_select(t, 0, kept.clone());
+    let rows = select(expand(m_crow, nnz_m));
+    let col = into_contiguous(select(m_col));
+    // The kept rows are non-decreasing (the mask's are, and `kept` ascends): their bounds.
+    let crow = bounds(&into_contiguous(rows), m);
+    let crow = if crow.dtype == idtype {
+        crow
+    } else {
+        <CubeBackend as IntTensorOps<CubeBackend>>::int_cast(crow, IntDType::from(idtype))
+    };
+    (crow, col)
 }
 
 /// The number of partial products of `A · B` (`a_col`'s entries times the rows of `B` they
