@@ -378,6 +378,11 @@ impl<const D: usize> SparseTensor<D> {
         if layout == Layout::Csr && self.layout == Layout::Coo && self.coalesced && self.sparse_dim == 2 {
             return self.coalesced_coo_to_csr();
         }
+        if matches!(layout, Layout::Csr | Layout::Csc) && self.layout == Layout::Coo && self.sparse_dim == 2 {
+            if let Some(t) = self.device_compressed(layout) {
+                return t;
+            }
+        }
         let e = self.entries()?;
         self.entries_to_compressed(e, layout, blocksize)
     }
@@ -407,6 +412,36 @@ impl<const D: usize> SparseTensor<D> {
             indices: Indices::Compressed { compressed, plain, transposed: Default::default() },
             ..self.clone()
         })
+    }
+
+    /// A 2-sparse-dim COO tensor (at least two entries) in CSR or CSC where the backend
+    /// coalesces on the device (`IndexKernels`: a Cube device, reading back two integers):
+    /// coalesced there in the target's order (by column for CSC, through the swapped
+    /// coordinates of the transpose, whose CSR arrays are this tensor's CSC arrays), then
+    /// compressed there. `None` elsewhere.
+    fn device_compressed(&self, layout: Layout) -> Option<Result<Self>> {
+        let Indices::Coo(indices) = &self.indices else { return None };
+        let nnz = self.nnz();
+        if nnz < 2 {
+            return None;
+        }
+        let source = if layout == Layout::Csr {
+            self.clone()
+        } else {
+            let swapped =
+                Tensor::cat(vec![indices.clone().slice([1..2, 0..nnz]), indices.clone().slice([0..1, 0..nnz])], 0);
+            let mut shape = self.shape;
+            shape.swap(0, 1);
+            Self { shape, indices: Indices::Coo(swapped), coalesced: false, ..self.clone() }
+        };
+        let sorted = source.device_coalesce()?;
+        Some(sorted.coalesced_coo_to_csr().map(|c| {
+            if layout == Layout::Csr {
+                c
+            } else {
+                Self { layout: Layout::Csc, shape: self.shape, ..c }
+            }
+        }))
     }
 
     fn entries_to_compressed(&self, e: Entries, layout: Layout, [br, bc]: [usize; 2]) -> Result<Self> {
