@@ -4,7 +4,8 @@
 //! Each row of `a` is read once for all its entries; the dot products run in independent
 //! accumulator chains. f32 at d = 64 and 128 on AVX-512 keeps the row of `a` in registers and
 //! reduces four dot products at once; `b` is read from an aligned copy (or the transpose of
-//! torch's `mat2`, made once) when its rows are gathered often enough to pay for it.
+//! torch's `mat2`, made once) when its rows are gathered often enough to pay for it; at
+//! d = 128, where `b` outgrows a core's L2, from two panels of 64 columns in two passes.
 
 use crate::alloc::out_len;
 use crate::index::IndexElem;
@@ -134,9 +135,9 @@ unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(
 /// entries early (see [`prefetch_distance`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(
+unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize, const ADD: bool>(
     p: CsrPattern<'_, I, J>,
-    a: &[f32],
+    (a, lda): (&[f32], usize),
     b: &[f32],
     r0: usize,
     out: &mut [MaybeUninit<f32>],
@@ -159,7 +160,7 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(
     };
     while done < out.len() {
         let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
-        let ap = a[r * d..(r + 1) * d].as_ptr();
+        let ap = a[r * lda..r * lda + d].as_ptr();
         // SAFETY: the row of `a` holds `d` elements.
         let ar: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(ap.add(16 * q)) });
         let row = |j: usize| b[col[j].to_i64() as usize * d..][..d].as_ptr();
@@ -169,12 +170,22 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(
                 prefetch_row(b, col, j + k, d, 0, d);
             }
             let (d0, d1, d2, d3) = (dot(&ar, row(j)), dot(&ar, row(j + 1)), dot(&ar, row(j + 2)), dot(&ar, row(j + 3)));
+            let dst = out[j - base..j - base + 4].as_mut_ptr() as *mut f32;
+            let mut sums = reduce4(d0, d1, d2, d3);
+            if ADD {
+                // SAFETY: entries j..j + 4 lie in this task's part of `out`, written by the
+                // pass over the first panel (`ADD` is the second pass's).
+                sums = _mm_add_ps(unsafe { _mm_loadu_ps(dst) }, sums);
+            }
             // SAFETY: entries j..j + 4 lie in this task's part of `out`.
-            unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr() as *mut f32, reduce4(d0, d1, d2, d3)) };
+            unsafe { _mm_storeu_ps(dst, sums) };
             j += 4;
         }
         while j < e {
-            out[j - base].write(_mm512_reduce_add_ps(dot(&ar, row(j))));
+            let sum = _mm512_reduce_add_ps(dot(&ar, row(j)));
+            // SAFETY: written by the first panel's pass when `ADD` (above).
+            let before = if ADD { unsafe { out[j - base].assume_init() } } else { 0.0 };
+            out[j - base].write(before + sum);
             j += 1;
         }
         done += e - s;
@@ -189,6 +200,25 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize>(
 /// If `a` is not `[m, d]` or `b` not `[k, d]`.
 pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize) -> Vec<T> {
     assert_eq!(b.len(), out_len(p.ncols(), d, "sddmm: b"), "sddmm: b is [k, d] = [{}, {d}]", p.ncols());
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(a32), Some(b32)) = (as_f32(a), as_f32(b)) {
+        if in_panels::<T>(p, d) {
+            let k = p.ncols();
+            // Columns 0..64 of `b`'s rows, then 64..128: the same bytes as the aligned copy.
+            // SAFETY: the copies write the `k * 64` elements of each panel.
+            let panels = unsafe {
+                Scratch::filled(k * d, |out| {
+                    out.par_chunks_mut(PANEL).enumerate().for_each(|(i, dst)| {
+                        let (half, c) = (i / k, i % k);
+                        for (o, &v) in dst.iter_mut().zip(&b32[c * d + half * PANEL..][..PANEL]) {
+                            o.write(v);
+                        }
+                    })
+                })
+            };
+            return sddmm_in_panels(p, a32, panels.get());
+        }
+    }
     let b_al = aligned_copy(b, d, p.nnz(), 32);
     sddmm_aligned_b(p, a, b_al.as_ref().map_or(b, |x| x.get()), d)
 }
@@ -201,9 +231,79 @@ pub fn sddmm<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[
 pub fn sddmm_bt<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], bt: &[T], d: usize) -> Vec<T> {
     let k = p.ncols();
     assert_eq!(bt.len(), out_len(d, k, "sddmm: bt"), "sddmm: bt is [d, k] = [{d}, {k}]");
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(a32), Some(bt32)) = (as_f32(a), as_f32(bt)) {
+        if in_panels::<T>(p, d) {
+            // Each half of `bt`'s rows, transposed, is one panel `[k, 64]`.
+            // SAFETY: the two transposes write the `k * 64` elements of each panel.
+            let panels = unsafe {
+                Scratch::filled(k * d, |out| {
+                    let (first, second) = out.split_at_mut(k * PANEL);
+                    crate::dense::transpose_into(&bt32[..PANEL * k], PANEL, k, first);
+                    crate::dense::transpose_into(&bt32[PANEL * k..], PANEL, k, second);
+                })
+            };
+            return sddmm_in_panels(p, a32, panels.get());
+        }
+    }
     // SAFETY: the transpose writes every element of `[k, d]`.
     let b = unsafe { Scratch::filled(k * d, |out| crate::dense::transpose_into(bt, d, k, out)) };
     sddmm_aligned_b(p, a, b.get(), d)
+}
+
+/// Columns of `b` per panel of [`sddmm_in_panels`].
+const PANEL: usize = 64;
+
+/// Whether the f32 SDDMM at width `d` runs in two panels of 64 columns ([`sddmm_in_panels`]):
+/// at d = 128 on AVX-512, where `b` outgrows a core's share of L2 (1 MB) and each of its rows
+/// is gathered often enough (16 times on average, as the SpMM's panels) to pay for the second
+/// pass over the pattern.
+fn in_panels<T: 'static>(p: CsrPattern<'_, impl IndexElem, impl IndexElem>, d: usize) -> bool {
+    const L2_SHARE: usize = 1 << 20;
+    sddmm_holds_a_row::<T>(d)
+        && d == 2 * PANEL
+        && p.ncols() * d * core::mem::size_of::<f32>() > L2_SHARE
+        && p.nnz() >= 16 * p.ncols()
+}
+
+/// [`sddmm`] at d = 128 in two passes over the pattern, one per panel of 64 columns of `b`
+/// (`panels`: `[k, 64]` twice): each pass gathers rows from a panel half `b`'s size, which
+/// stays in a core's L2 where the whole did not (the SpMM's column panels, for the same
+/// reason). The first pass writes the partial dot products, the second adds its own.
+#[cfg(target_arch = "x86_64")]
+fn sddmm_in_panels<T: 'static, I: IndexElem, J: IndexElem>(
+    p: CsrPattern<'_, I, J>,
+    a: &[f32],
+    panels: &[f32],
+) -> Vec<T> {
+    let (m, k, nnz) = (p.nrows(), p.ncols(), p.nnz());
+    let d = 2 * PANEL;
+    assert!(a.len() == m * d && panels.len() == k * d && isa() == Isa::Avx512);
+    let mut out: Vec<T> = Vec::with_capacity(nnz);
+    let ahead = prefetch_distance(k * PANEL * core::mem::size_of::<f32>());
+    let cuts = p.row_blocks(rayon::current_num_threads() * 16);
+    let mut parts = Vec::with_capacity(cuts.len());
+    let mut rest = as_f32_uninit(&mut out.spare_capacity_mut()[..nnz]).expect("sddmm_in_panels: T is f32");
+    for w in cuts.windows(2) {
+        let (head, tail) = rest.split_at_mut(p.start(w[1]) - p.start(w[0]));
+        parts.push((w[0], head));
+        rest = tail;
+    }
+    let (first, second) = panels.split_at(k * PANEL);
+    // Pass by pass: each thread's gathers stay in one panel.
+    parts.par_iter_mut().for_each(|(r0, part)| {
+        // SAFETY: AVX-512F (asserted); `a` is `[m, 128]`, its first 64 columns read at stride
+        // 128; the panel is `[k, 64]`; the part is this row block's entries.
+        unsafe { sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a, d), first, *r0, part, ahead) }
+    });
+    parts.par_iter_mut().for_each(|(r0, part)| {
+        // SAFETY: as above, columns 64..128 of `a`; every entry of the part was written by
+        // the first pass, which this one adds to.
+        unsafe { sddmm_rows_f32_avx512_x4::<I, J, 4, true>(p, (&a[PANEL..], d), second, *r0, part, ahead) }
+    });
+    // SAFETY: the row blocks' parts partition the output and the first pass wrote every entry.
+    unsafe { out.set_len(nnz) };
+    out
 }
 
 /// Entries ahead that the gathers of rows of `b` (`b_bytes` in all) are prefetched. Where `b`
@@ -252,8 +352,8 @@ fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>,
                 // SAFETY: `isa` detected AVX-512F.
                 unsafe {
                     match d {
-                        64 => sddmm_rows_f32_avx512_x4::<I, J, 4>(p, a32, b32, r0, o32, ahead),
-                        128 => sddmm_rows_f32_avx512_x4::<I, J, 8>(p, a32, b32, r0, o32, ahead),
+                        64 => sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a32, d), b32, r0, o32, ahead),
+                        128 => sddmm_rows_f32_avx512_x4::<I, J, 8, false>(p, (a32, d), b32, r0, o32, ahead),
                         _ => sddmm_rows_f32_avx512(p, a32, b32, d, r0, o32),
                     }
                 };
@@ -298,5 +398,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The two-panel kernel (d = 128, `b` past 1 MB, 16+ gathers a row of `b`) against plain
+    /// dot products, from `b` and from its transpose, with rows of every length modulo 4 and
+    /// an empty row; integer values, so every order of summing is exact.
+    #[test]
+    fn f32_sddmm_in_panels_matches_dot_products() {
+        let (m, k, d) = (203, 2100, 128);
+        let mut crow = vec![0i64];
+        let mut col = Vec::new();
+        for r in 0..m {
+            let len = if r == 5 { 0 } else { 170 + r % 9 };
+            col.extend((0..len).map(|j| ((r * 13 + j * 11) % k) as i64));
+            crow.push(col.len() as i64);
+        }
+        let p = CsrPattern::new(&crow, &col, k).unwrap();
+        assert!(in_panels::<f32>(p, d) || isa() != Isa::Avx512, "the case runs in panels");
+        let a: Vec<f32> = (0..m * d).map(|i| ((i * 13) % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..k * d).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+        let bt: Vec<f32> = (0..d * k).map(|i| b[(i % k) * d + i / k]).collect();
+        let (crow_ref, col_ref) = (&crow, &col);
+        let want: Vec<f32> = (0..m)
+            .flat_map(|r| (crow_ref[r] as usize..crow_ref[r + 1] as usize).map(move |j| (r, col_ref[j] as usize)))
+            .map(|(r, c)| (0..d).map(|t| a[r * d + t] * b[c * d + t]).sum())
+            .collect();
+        assert_eq!(sddmm(p, &a, &b, d), want);
+        assert_eq!(sddmm_bt(p, &a, &bt, d), want);
     }
 }

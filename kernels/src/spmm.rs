@@ -5,7 +5,9 @@
 //! over packed column panels of it; vectorised over the dense dimension in register tiles:
 //! a portable kernel compiled for AVX-512 and AVX2+FMA beside the plain build, and an f32
 //! AVX-512 kernel whose accumulators stay in registers across a row. Dense operands gathered
-//! many times per row are read from cache-aligned copies (`Scratch`).
+//! many times per row are read from cache-aligned copies (`Scratch`). The product stored
+//! transposed (`X · A` through `Aᵀ`) goes out in 16 x 16 register transposes, and past a core's
+//! L2 in streaming stores (one write stream per output row defeats the prefetcher).
 
 use crate::alloc::out_len;
 use crate::index::IndexElem;
@@ -228,7 +230,9 @@ const GROUP_BYTES: usize = 32 << 10;
 const TILE: usize = 16;
 
 /// Rows `b.r0..b.r1` and columns `b.c0..b.c1` of `A · X` into the transposed output `out
-/// [n, m]`, [`group_rows`] rows at a time through `buf` (that many rows of `c1 - c0`).
+/// [n, m]`, [`group_rows`] rows at a time through `buf` (that many rows of `c1 - c0`, twice
+/// over when `stream`: see [`streams_output`]).
+#[allow(clippy::too_many_arguments)]
 fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
     a: CsrPattern<'_, I, J>,
     val: &[T],
@@ -237,9 +241,15 @@ fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
     b: Block,
     buf: &mut [T],
     out: &SendPtr<T>,
+    stream: bool,
 ) {
     let w = b.c1 - b.c0;
     let group = group_rows::<T>(w);
+    #[cfg(target_arch = "x86_64")]
+    let stream = stream && core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && isa() == Isa::Avx512;
+    #[cfg(not(target_arch = "x86_64"))]
+    let stream = false;
+    let (buf, runs) = buf.split_at_mut(group * w);
     let mut g0 = b.r0;
     while g0 < b.r1 {
         let g1 = (g0 + group).min(b.r1);
@@ -248,6 +258,10 @@ fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
         let shifted = SendPtr(buf.as_mut_ptr().wrapping_sub(g0 * w + b.c0));
         spmm_rows_dispatch(a, val, x, w, Block { r0: g0, r1: g1, c0: b.c0, c1: b.c1 }, &shifted);
         let rows = g1 - g0;
+        // Streaming: the transpose goes to `runs` (`[w, group]`: each output row's run of this
+        // group, contiguous) and the runs to `out` below; else the tiles go to `out` directly.
+        let (dst, ld) =
+            if stream { (SendPtr(runs.as_mut_ptr()), group) } else { (SendPtr(out.0.wrapping_add(b.c0 * m + g0)), m) };
         // Whole 16 x 16 tiles in registers where they fit, the rest element by element.
         let (mut tiled_rows, mut tiled_cols) = (0, 0);
         #[cfg(target_arch = "x86_64")]
@@ -257,15 +271,16 @@ fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
                 for l0 in (0..tiled_rows).step_by(TILE) {
                     // SAFETY: AVX-512F was detected and T is f32. The tile's 16 source rows
                     // of 16 from (l0, t0) lie in `buf` ([rows, w], l0 + 16 <= rows, t0 + 16
-                    // <= w); its 16 destination rows of 16 from (c0 + t0, g0 + l0) lie in
-                    // `out` ([n, m]: c0 + t0 + 16 <= c1 <= n, g0 + l0 + 16 <= g1 <= m), in
-                    // this task's rows and columns.
+                    // <= w); its 16 destination rows of 16 from (t0, l0) lie in `runs` ([w,
+                    // group], rows <= group) or, from (c0 + t0, g0 + l0), in `out` ([n, m]:
+                    // c0 + t0 + 16 <= c1 <= n, g0 + l0 + 16 <= g1 <= m), in this task's rows
+                    // and columns.
                     unsafe {
                         crate::dense::transpose_16x16_f32(
                             buf.as_ptr().add(l0 * w + t0) as *const f32,
                             w,
-                            out.at((b.c0 + t0) * m + g0 + l0) as *mut f32,
-                            m,
+                            dst.at(t0 * ld + l0) as *mut f32,
+                            ld,
                         )
                     };
                 }
@@ -274,12 +289,73 @@ fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
         for t in 0..w {
             let from = if t < tiled_cols { tiled_rows } else { 0 };
             for l in from..rows {
-                // SAFETY: (c0 + t, g0 + l) lies in `out` ([n, m]) and in this task's block.
-                unsafe { out.at((b.c0 + t) * m + g0 + l).write(buf[l * w + t]) };
+                // SAFETY: (t, l) lies in `runs` ([w, group]) or (c0 + t, g0 + l) in `out`
+                // ([n, m]), in this task's block.
+                unsafe { dst.at(t * ld + l).write(buf[l * w + t]) };
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if stream {
+            for t in 0..w {
+                // SAFETY: AVX-512F was detected (`stream`) and T is f32; row t of `runs` holds
+                // `rows` written elements, and the output row's run (c0 + t, g0..g1) lies in
+                // `out` ([n, m]), in this task's block.
+                unsafe {
+                    stream_run_f32(
+                        runs.as_ptr().add(t * group) as *const f32,
+                        out.at((b.c0 + t) * m + g0) as *mut f32,
+                        rows,
+                    )
+                };
             }
         }
         g0 = g1;
     }
+    #[cfg(target_arch = "x86_64")]
+    if stream {
+        // Streaming stores are weakly ordered: fenced before the task ends, so the rayon join
+        // that publishes the output orders them as the plain stores.
+        // SAFETY: SSE is part of x86-64.
+        unsafe { core::arch::x86_64::_mm_sfence() };
+    }
+}
+
+/// Whether [`rows_transposed`] streams its runs to memory: outputs past the caches. Each group
+/// writes a run of 128 elements into every one of its `w` output rows, `m` elements apart: as
+/// many write streams as columns, too many for the hardware prefetcher to fetch their lines
+/// for ownership ahead, so every line's first store waited on memory (measured on the 100,000
+/// x 64 product: the tile stores took 11-17 ms of 19-28, the rest of the product 10.5).
+/// Streaming stores write whole lines without reading them.
+fn streams_output<T>(len: usize) -> bool {
+    const PAST_L2: usize = 1 << 20;
+    len.saturating_mul(core::mem::size_of::<T>()) > PAST_L2
+}
+
+/// `len` f32 from `src` to `dst`: whole 64-byte lines of `dst` with streaming stores, the
+/// partial lines at either end with masked plain stores.
+///
+/// # Safety
+/// AVX-512F is available; `src` holds `len` readable elements and `dst` `len` writable ones.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn stream_run_f32(src: *const f32, dst: *mut f32, len: usize) {
+    use core::arch::x86_64::*;
+    // Elements before `dst`'s next line boundary (an f32 pointer is 4-byte aligned).
+    let head = ((64 - dst as usize % 64) % 64 / 4).min(len);
+    let head_mask = ((1u32 << head) - 1) as u16;
+    // SAFETY: the mask covers the first `head <= len` elements of `src` and `dst` (the
+    // caller's promise).
+    unsafe { _mm512_mask_storeu_ps(dst, head_mask, _mm512_maskz_loadu_ps(head_mask, src)) };
+    let mut i = head;
+    while i + 16 <= len {
+        // SAFETY: elements i..i + 16 <= len of both (the caller's promise); `dst + i` starts a
+        // line (64-byte aligned): `head` reached the first boundary, each step is a line.
+        unsafe { _mm512_stream_ps(dst.add(i), _mm512_loadu_ps(src.add(i))) };
+        i += 16;
+    }
+    let tail_mask = ((1u32 << (len - i)) - 1) as u16;
+    // SAFETY: the mask covers elements i..len (fewer than 16) of both (the caller's promise).
+    unsafe { _mm512_mask_storeu_ps(dst.add(i), tail_mask, _mm512_maskz_loadu_ps(tail_mask, src.add(i))) };
 }
 
 /// Rows a group of [`rows_transposed`] holds for blocks `w` columns wide: as many as fit
@@ -315,6 +391,7 @@ fn spmm_laid_out<T: Real, I: IndexElem, J: IndexElem>(
         .flat_map(|c0| cuts.windows(2).map(move |r| Block { r0: r[0], r1: r[1], c0, c1: (c0 + w).min(n) }))
         .collect();
     let dst = SendPtr(out.as_mut_ptr());
+    let stream = transposed_out && streams_output::<T>(len);
     if w < n {
         // Each panel's columns packed contiguously (and aligned): a panel read in place from
         // the full rows touches half of every row's lines, so it maps onto half the cache's
@@ -326,8 +403,8 @@ fn spmm_laid_out<T: Real, I: IndexElem, J: IndexElem>(
         blocks.into_par_iter().for_each_init(Vec::new, |buf, b| {
             let xr = XRows { x: &px[b.c0 * k..(b.c0 * k + (b.c1 - b.c0) * k)], ld: b.c1 - b.c0, xc: 0 };
             if transposed_out {
-                buf.resize(group_rows::<T>(b.c1 - b.c0) * (b.c1 - b.c0), T::default());
-                rows_transposed(a, val, xr, m, b, buf, &dst);
+                buf.resize(2 * group_rows::<T>(b.c1 - b.c0) * (b.c1 - b.c0), T::default());
+                rows_transposed(a, val, xr, m, b, buf, &dst, stream);
             } else {
                 spmm_rows_dispatch(a, val, xr, n, b, &dst)
             }
@@ -338,8 +415,8 @@ fn spmm_laid_out<T: Real, I: IndexElem, J: IndexElem>(
         blocks.into_par_iter().for_each_init(Vec::new, |buf, b| {
             let xr = XRows { x, ld: n, xc: 0 };
             if transposed_out {
-                buf.resize(group_rows::<T>(b.c1 - b.c0) * (b.c1 - b.c0), T::default());
-                rows_transposed(a, val, xr, m, b, buf, &dst);
+                buf.resize(2 * group_rows::<T>(b.c1 - b.c0) * (b.c1 - b.c0), T::default());
+                rows_transposed(a, val, xr, m, b, buf, &dst, stream);
             } else {
                 spmm_rows_dispatch(a, val, xr, n, b, &dst)
             }
@@ -474,7 +551,7 @@ mod tests {
 
     /// The transposed output is the product's transpose, element for element: f32 (the
     /// AVX-512 tiles where present) and f64, full and partial row groups, widths that are and
-    /// are not multiples of 16, and column panels.
+    /// are not multiples of 16, column panels, and an output streamed to memory.
     #[test]
     fn transposed_output_is_the_transpose() {
         fn check<T: Real + PartialEq + core::fmt::Debug>(
@@ -499,9 +576,16 @@ mod tests {
             let want: Vec<T> = (0..n * m).map(|i| plain[(i % m) * n + i / m]).collect();
             assert_eq!(t, want, "{m} x {k} x {n}");
         }
-        for (m, k, n, per_row) in
-            [(40, 9, 70, 5), (16, 30, 64, 7), (5, 4, 3, 2), (40, 2100, 128, 900), (10_000, 50, 16, 2)]
-        {
+        // The last case's f32 output (1.4 MB) is streamed: rows of 5,003 elements start off the
+        // lines, so the runs have partial lines at both ends.
+        for (m, k, n, per_row) in [
+            (40, 9, 70, 5),
+            (16, 30, 64, 7),
+            (5, 4, 3, 2),
+            (40, 2100, 128, 900),
+            (10_000, 50, 16, 2),
+            (5_003, 40, 70, 3),
+        ] {
             check::<f32>(m, k, n, per_row, |v| v as f32 - 5.0);
             check::<f64>(m, k, n, per_row, |v| v as f64 * 0.5 - 2.0);
         }
