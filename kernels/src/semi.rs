@@ -256,6 +256,8 @@ unsafe fn group_fma<T: Real, const FMA: bool, const NT: usize>(
 ) {
     // SAFETY: as the caller promises.
     let (x0, x1) = unsafe { (bp.add(c0 * NT), bp.add(c1 * NT)) };
+    // Base + constant addresses for the loads below (see `opaque`).
+    let (x0, x1) = (crate::simd::opaque(x0), crate::simd::opaque(x1));
     for (t, at) in acc.iter_mut().enumerate() {
         // SAFETY: t < NT, inside both panel rows (the caller's promise).
         let (a, b) = unsafe { (*x0.add(t), *x1.add(t)) };

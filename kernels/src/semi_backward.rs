@@ -16,9 +16,9 @@ use crate::alloc::out_len;
 use crate::pattern::SendPtr;
 use crate::real::Real;
 use crate::semi::{SemiLayout, SemiRef, WORD_COLUMNS};
-use crate::simd::multiversion;
 #[cfg(target_arch = "x86_64")]
 use crate::simd::{as_f32, as_f32_mut};
+use crate::simd::{multiversion, prefetch_range};
 use rayon::prelude::*;
 
 /// Result columns per task panel of `semi_mm_t`.
@@ -86,60 +86,99 @@ unsafe fn mm_t_task<T: Real, const FMA: bool>(
     }
 }
 
-/// The operands of one (row chunk, group) pass of `mm_t_task_f32_avx512`.
+/// Groups of a row whose kept values share a cache line (16 f32 values): the lists of
+/// `mm_t_task_f32_avx512` are built for this many groups at a time.
 #[cfg(target_arch = "x86_64")]
-struct Bucket<'a> {
-    vals: &'a [f32],
-    g: &'a [f32],
-    half: usize,
-    n: usize,
-    r0: usize,
-    grp: usize,
-    p0: usize,
+const LINE_GROUPS: usize = 8;
+
+/// Rows of `A` per chunk of `mm_t_task_f32_avx512`: their panel of `G` (at most 32 KB) stays in
+/// L1 while the slab's groups pass over it. At most 128 (list entries index rows by a byte).
+#[cfg(target_arch = "x86_64")]
+fn chunk_rows(width: usize) -> usize {
+    (32 * 1024 / (4 * width)).clamp(8, 64)
+}
+
+/// For each of `LINE_GROUPS` groups and each of its four slots, the chunk rows that keep the
+/// slot and their values: up to twice the chunk (a nibble whose two slots are equal puts both
+/// of its row's values on one list).
+#[cfg(target_arch = "x86_64")]
+struct SlotLists {
+    rows: Vec<u8>,
+    vals: Vec<f32>,
+    len: [[usize; 4]; LINE_GROUPS],
+    cap: usize,
 }
 
 #[cfg(target_arch = "x86_64")]
-impl Bucket<'_> {
-    /// Adds, for each chunk row `r0 + i` of `rows` (whose group keeps slots `S0` and `S1`), its
-    /// kept values times its panel of `G` to result rows `S0` and `S1` of `acc`.
-    ///
-    /// # Safety
-    /// The CPU supports AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn add<const S0: usize, const S1: usize>(
-        &self,
-        rows: &[u8],
-        acc: &mut [[core::arch::x86_64::__m512; 4]; 4],
-    ) {
-        use core::arch::x86_64::*;
-        for &i in rows {
-            let r = self.r0 + i as usize;
-            let (v0, v1) = (self.vals[r * self.half + 2 * self.grp], self.vals[r * self.half + 2 * self.grp + 1]);
-            let gp = self.g[r * self.n + self.p0..][..PANEL].as_ptr();
-            let (c0, c1) = (_mm512_set1_ps(v0), _mm512_set1_ps(v1));
-            // SAFETY: `gp` starts a checked slice of 64 floats.
-            let x: [__m512; 4] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(gp.add(16 * q)) });
-            for (q, &xq) in x.iter().enumerate() {
-                acc[S0][q] = _mm512_fmadd_ps(c0, xq, acc[S0][q]);
-                acc[S1][q] = _mm512_fmadd_ps(c1, xq, acc[S1][q]);
-            }
+impl SlotLists {
+    fn new(chunk: usize) -> Self {
+        let cap = 2 * chunk;
+        Self {
+            rows: vec![0; LINE_GROUPS * 4 * cap],
+            vals: vec![0.0; LINE_GROUPS * 4 * cap],
+            len: [[0; 4]; LINE_GROUPS],
+            cap,
+        }
+    }
+
+    fn push(&mut self, j: usize, slot: usize, row: u8, v: f32) {
+        let at = (4 * j + slot) * self.cap + self.len[j][slot];
+        self.rows[at] = row;
+        self.vals[at] = v;
+        self.len[j][slot] += 1;
+    }
+
+    fn list(&self, j: usize, slot: usize) -> (&[u8], &[f32]) {
+        let (at, len) = ((4 * j + slot) * self.cap, self.len[j][slot]);
+        (&self.rows[at..at + len], &self.vals[at..at + len])
+    }
+}
+
+/// `acc += Σ v · G[row]` over one slot list: `V` registers of a result row's panel, each row
+/// of the chunk's `G` (`16 V` floats apart from `gc`) read once.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `gc` holds `(max(rows) + 1) · 16 V` floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn slot_sum<const V: usize>(
+    gc: *const f32,
+    rows: &[u8],
+    vals: &[f32],
+    acc: &mut [core::arch::x86_64::__m512; V],
+) {
+    use core::arch::x86_64::*;
+    for (&i, &v) in rows.iter().zip(vals) {
+        // SAFETY: row i of the chunk lies inside `gc` (the caller's promise). The pointer goes
+        // through `opaque` so the loads address it as base + constant: an indexed address
+        // splits every memory-operand multiply-add into two micro-operations on Intel's cores.
+        let gp = crate::simd::opaque(unsafe { gc.add(i as usize * 16 * V) });
+        let c = _mm512_set1_ps(v);
+        for (q, a) in acc.iter_mut().enumerate() {
+            // SAFETY: inside row i (q < V).
+            *a = _mm512_fmadd_ps(c, unsafe { _mm512_loadu_ps(gp.add(16 * q)) }, *a);
         }
     }
 }
 
-/// [`mm_t_task`] for f32 with AVX-512 on a whole panel (64 columns): one group at a time, its
-/// four result rows' panel (16 registers) summed over a chunk of rows of `A` in registers (summed
-/// in memory, each update waited on the previous one's store). The chunk's rows are bucketed by
-/// the group's nibble, so each bucket adds to its two result rows by registers known at compile
-/// time (one coefficient per slot, zero on the unkept two, doubled the multiply-adds).
+/// [`mm_t_task`] for f32 with AVX-512 on a panel of `16 V` columns. The rows of `A` go in
+/// chunks whose panel of `G` stays in L1; for a chunk and each group of the slab, the rows
+/// that keep each of the group's four slots are listed with their values (`SlotLists`, built
+/// a cache line of groups at a time, so each row's values are read once per chunk), and each
+/// slot's result row (`V` registers) sums its list: every loaded register of `G` feeds one
+/// multiply-add, as in the forward product, and the decoding is paid once per kept value.
+///
+/// (Keeping a group's four result rows in registers instead, and bucketing the rows by nibble,
+/// held only 64 columns, so each row of `A` paid the decoding for 8 multiply-adds: at
+/// n = 256 it ran at a third of the forward's rate.)
 ///
 /// # Safety
-/// The CPU supports AVX-512F; `w = 64`; as [`mm_t_task`].
+/// The CPU supports AVX-512F; `p0 + 16 V <= n`; as [`mm_t_task`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn mm_t_task_f32_avx512(
+unsafe fn mm_t_task_f32_avx512<const V: usize>(
     meta: &[i16],
     vals: &[f32],
     (rows, cols): (usize, usize),
@@ -150,71 +189,63 @@ unsafe fn mm_t_task_f32_avx512(
     out: &SendPtr<f32>,
 ) {
     use core::arch::x86_64::*;
+    let w = 16 * V;
     let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
-    assert!(meta.len() >= rows * words && vals.len() >= rows * half && g.len() >= rows * n && p0 + PANEL <= n);
-    // Rows go in chunks whose panel of `G` (128 rows x 64 floats, 32 KB) stays in L1 while
-    // every group of the slab passes over it; the groups' sums wait in `sums` between chunks.
-    // (Down all rows at once, the panel, 1 MB at 4096 rows, came from L3 for every group.)
-    const CHUNK: usize = 128;
-    let mut sums = vec![0f32; (g1 - g0) * 4 * PANEL];
-    let mut bucket = [[0u8; CHUNK]; 16];
-    for r0 in (0..rows).step_by(CHUNK) {
-        for grp in g0..g1 {
-            let sp = sums[(grp - g0) * 4 * PANEL..][..4 * PANEL].as_mut_ptr();
-            let mut acc: [[__m512; 4]; 4] = core::array::from_fn(|s| {
-                // SAFETY: `sp` starts a checked slice of 4 x 64 floats.
-                core::array::from_fn(|q| unsafe { _mm512_loadu_ps(sp.add(PANEL * s + 16 * q)) })
-            });
-            // The chunk's rows by the group's nibble (its two slots), so that each bucket adds
-            // to two result rows known at compile time: two multiply-adds per register of `G`
-            // rather than four (one per slot, with zero coefficients on the unkept two).
-            let mut count = [0usize; 16];
-            let end = (r0 + CHUNK).min(rows);
-            for r in r0..end {
-                let nibble = (meta[r * words + grp / 4] as u16 as usize >> (4 * (grp % 4))) & 15;
-                bucket[nibble][count[nibble]] = (r - r0) as u8;
-                count[nibble] += 1;
+    assert!(p0 + w <= n && 4 * g1 <= cols && meta.len() >= rows * words && vals.len() >= rows * half);
+    let chunk = chunk_rows(w);
+    let mut sums = vec![0f32; (g1 - g0) * 4 * w];
+    let mut gbuf = vec![0f32; chunk * w];
+    let mut lists = SlotLists::new(chunk);
+    for r0 in (0..rows).step_by(chunk) {
+        let end = (r0 + chunk).min(rows);
+        // The chunk's panel of `G`, contiguous (in place its rows lie `n` floats apart).
+        for (i, r) in (r0..end).enumerate() {
+            gbuf[i * w..][..w].copy_from_slice(&g[r * n + p0..][..w]);
+        }
+        for l0 in (g0..g1).step_by(LINE_GROUPS) {
+            let l1 = (l0 + LINE_GROUPS).min(g1);
+            // The next line of groups of these rows (or the first of the next chunk's), fetched
+            // while this one is summed: a row's line is a row of `A` from the last, and read
+            // as needed each waited on L2 or memory.
+            let (n0, nr) = if l1 < g1 { (l1, r0..end) } else { (g0, end..(end + chunk).min(rows)) };
+            for r in nr {
+                prefetch_range(vals, r * half + 2 * n0, 2 * LINE_GROUPS.min(g1 - n0));
+                prefetch_range(meta, r * words + n0 / 4, LINE_GROUPS.min(g1 - n0).div_ceil(4));
             }
-            for (nibble, &c) in count.iter().enumerate() {
-                let rows_of = &bucket[nibble][..c];
-                let at = Bucket { vals, g, half, n, r0, grp, p0 };
-                // Every nibble, valid or not (both slots equal adds both values to one row).
-                // SAFETY: AVX-512F is enabled here (every arm); the bucket's rows are below
-                // `end <= rows`, and `add` reads through checked slices.
-                unsafe {
-                    match nibble {
-                        0 => at.add::<0, 0>(rows_of, &mut acc),
-                        1 => at.add::<1, 0>(rows_of, &mut acc),
-                        2 => at.add::<2, 0>(rows_of, &mut acc),
-                        3 => at.add::<3, 0>(rows_of, &mut acc),
-                        4 => at.add::<0, 1>(rows_of, &mut acc),
-                        5 => at.add::<1, 1>(rows_of, &mut acc),
-                        6 => at.add::<2, 1>(rows_of, &mut acc),
-                        7 => at.add::<3, 1>(rows_of, &mut acc),
-                        8 => at.add::<0, 2>(rows_of, &mut acc),
-                        9 => at.add::<1, 2>(rows_of, &mut acc),
-                        10 => at.add::<2, 2>(rows_of, &mut acc),
-                        11 => at.add::<3, 2>(rows_of, &mut acc),
-                        12 => at.add::<0, 3>(rows_of, &mut acc),
-                        13 => at.add::<1, 3>(rows_of, &mut acc),
-                        14 => at.add::<2, 3>(rows_of, &mut acc),
-                        _ => at.add::<3, 3>(rows_of, &mut acc),
-                    }
+            lists.len = [[0; 4]; LINE_GROUPS];
+            for (i, r) in (r0..end).enumerate() {
+                let (wr, vr) = (&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half]);
+                for grp in l0..l1 {
+                    let nibble = (wr[grp / 4] as u16 as usize) >> (4 * (grp % 4));
+                    lists.push(grp - l0, nibble & 3, i as u8, vr[2 * grp]);
+                    lists.push(grp - l0, (nibble >> 2) & 3, i as u8, vr[2 * grp + 1]);
                 }
             }
-            for (s, row) in acc.iter().enumerate() {
-                for (q, a) in row.iter().enumerate() {
-                    // SAFETY: inside the slice of 4 x 64 floats `sp` starts.
-                    unsafe { _mm512_storeu_ps(sp.add(PANEL * s + 16 * q), *a) };
+            for grp in l0..l1 {
+                for slot in 0..4 {
+                    let (rows_of, vals_of) = lists.list(grp - l0, slot);
+                    if rows_of.is_empty() {
+                        continue;
+                    }
+                    let sp = sums[((grp - g0) * 4 + slot) * w..][..w].as_mut_ptr();
+                    // SAFETY: `sp` starts a checked slice of w = 16 V floats.
+                    let mut acc: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(sp.add(16 * q)) });
+                    // SAFETY: AVX-512F is enabled here; the listed rows are below `end - r0`,
+                    // whose panels `gbuf` holds.
+                    unsafe { slot_sum::<V>(gbuf.as_ptr(), rows_of, vals_of, &mut acc) };
+                    for (q, a) in acc.iter().enumerate() {
+                        // SAFETY: inside the slice of w floats `sp` starts.
+                        unsafe { _mm512_storeu_ps(sp.add(16 * q), *a) };
+                    }
                 }
             }
         }
     }
-    for (i, row) in sums.chunks_exact(PANEL).enumerate() {
+    for (i, row) in sums.chunks_exact(w).enumerate() {
         let c = 4 * g0 + i;
-        // SAFETY: c < 4 g1 <= cols and p0 + 64 <= n: inside the output, in this task's
-        // rectangle (the caller's promise).
-        unsafe { core::ptr::copy_nonoverlapping(row.as_ptr(), out.at(c * n + p0), PANEL) };
+        // SAFETY: c < 4 g1 <= cols and p0 + w <= n: inside the output, in this task's rectangle
+        // (the caller's promise).
+        unsafe { core::ptr::copy_nonoverlapping(row.as_ptr(), out.at(c * n + p0), w) };
     }
 }
 
@@ -236,11 +267,18 @@ unsafe fn mm_t_task_dispatch<T: Real>(
     #[cfg(target_arch = "x86_64")]
     {
         use crate::simd::{isa, Isa};
-        if let (Some(v32), Some(g32), true) = (as_f32(vals), as_f32(g), panel.1 == PANEL && isa() == Isa::Avx512) {
+        if let (Some(v32), Some(g32), true) = (as_f32(vals), as_f32(g), isa() == Isa::Avx512) {
             let out32 = SendPtr(out.0 as *mut f32);
             // SAFETY: `isa` detected AVX-512F; T is f32 (`as_f32` checked it), so `out` holds
-            // f32s; the panel is whole; the rest as the caller promises.
-            return unsafe { mm_t_task_f32_avx512(meta, v32, shape, g32, n, groups, panel.0, &out32) };
+            // f32s; the panel is whole (16 V columns inside `n`); the rest as the caller promises.
+            unsafe {
+                match panel.1 {
+                    256 => return mm_t_task_f32_avx512::<16>(meta, v32, shape, g32, n, groups, panel.0, &out32),
+                    128 => return mm_t_task_f32_avx512::<8>(meta, v32, shape, g32, n, groups, panel.0, &out32),
+                    64 => return mm_t_task_f32_avx512::<4>(meta, v32, shape, g32, n, groups, panel.0, &out32),
+                    _ => {}
+                }
+            }
         }
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
         #[allow(clippy::too_many_arguments)]
@@ -284,6 +322,32 @@ unsafe fn mm_t_task_dispatch<T: Real>(
     unsafe { mm_t_task::<T, false>(meta, vals, shape, g, n, groups, panel, out) }
 }
 
+/// Whether `semi_mm_t` runs the AVX-512 f32 kernel (panels of 256, 128 or 64 columns).
+fn wide_panels<T: 'static>() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && crate::simd::isa() == crate::simd::Isa::Avx512
+    {
+        return true;
+    }
+    false
+}
+
+/// The result columns of `semi_mm_t` cut into panels `(first, width)`: the widest of 256, 128
+/// and 64 that fit, then the rest, for the AVX-512 kernel; `PANEL` at a time otherwise.
+fn mm_t_panels<T: 'static>(n: usize) -> Vec<(usize, usize)> {
+    if !wide_panels::<T>() {
+        return (0..n).step_by(PANEL).map(|p0| (p0, PANEL.min(n - p0))).collect();
+    }
+    let mut panels = Vec::new();
+    let mut p0 = 0;
+    while p0 < n {
+        let w = [256, 128, 64].into_iter().find(|&w| p0 + w <= n).unwrap_or(n - p0);
+        panels.push((p0, w));
+        p0 += w;
+    }
+    panels
+}
+
 /// `Aᵀ · G` on host slices (`G [rows, n]`): result `[cols, n]`, straight from the metadata.
 ///
 /// # Panics
@@ -298,15 +362,18 @@ pub fn semi_mm_t<T: Real>(a: SemiRef<'_, T>, g: &[T], n: usize) -> Vec<T> {
         return out;
     }
     let groups = cols / 4;
-    let panels: Vec<(usize, usize)> = (0..n).step_by(PANEL).map(|p0| (p0, PANEL.min(n - p0))).collect();
-    // Slabs of groups whose sums fill 32 KB (in L1), fewer groups where that leaves too few
-    // tasks for the threads.
-    let fit = (32 * 1024 / (4 * PANEL * core::mem::size_of::<T>())).max(1);
+    let panels = mm_t_panels::<T>(n);
+    // Slabs of groups whose sums fill 32 KB (L1) on the portable path, 256 KB (L2) on the
+    // AVX-512 one (which keeps a result row in registers while it sums a list), fewer groups
+    // where that leaves too few tasks for the threads.
+    let budget = if wide_panels::<T>() { 256 * 1024 } else { 32 * 1024 };
     let spread = groups.div_ceil((4 * rayon::current_num_threads()).div_ceil(panels.len())).max(1);
-    let slab = fit.min(spread);
-    let tasks: Vec<((usize, usize), (usize, usize))> = (0..groups)
-        .step_by(slab)
-        .flat_map(|g0| panels.iter().map(move |&p| ((g0, (g0 + slab).min(groups)), p)))
+    let tasks: Vec<((usize, usize), (usize, usize))> = panels
+        .iter()
+        .flat_map(|&(p0, w)| {
+            let slab = (budget / (4 * w * core::mem::size_of::<T>())).clamp(1, spread);
+            (0..groups).step_by(slab).map(move |g0| ((g0, (g0 + slab).min(groups)), (p0, w)))
+        })
         .collect();
     let dst = SendPtr(out.as_mut_ptr());
     let (meta, vals) = (a.layout().meta(), a.vals());
@@ -375,7 +442,9 @@ unsafe fn sddmm_rows_f32_avx512<const V: usize>(
             // SAFETY: the row of G holds n = 16 V floats.
             let x: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(gr.as_ptr().add(16 * q)) });
             let dot = |c: usize| {
-                let bp = b[c * n..][..n].as_ptr();
+                // Through `opaque`: the loads address it as base + constant (an indexed address
+                // splits each memory-operand multiply-add in two on Intel's cores).
+                let bp = crate::simd::opaque(b[c * n..][..n].as_ptr());
                 let mut acc = [_mm512_setzero_ps(); 2];
                 for q in 0..V {
                     // SAFETY: `bp` starts a checked slice of n = 16 V floats.
@@ -442,12 +511,12 @@ mod tests {
     use crate::semi::{compress_mask, SemiPattern};
 
     /// Both products against their definitions on the dense matrix, at widths around the panel
-    /// (1, 63, 64, 65, 128, 130, 256: the AVX-512 widths included) and column counts with
-    /// partial metadata words (12, 36, 68).
+    /// (1, 63, 64, 65, 128, 130, 256: the AVX-512 widths included), column counts with
+    /// partial metadata words (12, 36, 68), and 9 or 70 rows (one chunk of rows, or three at the
+    /// widest panel).
     #[test]
     fn backward_products_match_definitions() {
-        let rows = 9;
-        for cols in [12usize, 36, 68] {
+        for (rows, cols) in [9usize, 70].into_iter().flat_map(|r| [12usize, 36, 68].map(|c| (r, c))) {
             let mut nz = vec![false; rows * cols];
             for (i, z) in nz.iter_mut().enumerate() {
                 let (r, c) = (i / cols, i % cols);
@@ -487,6 +556,43 @@ mod tests {
                 let got = semi_mm_t(SemiRef::new(layout, &v32[..]).unwrap(), &g32, n);
                 assert_eq!(got, f(&semi_mm_t(SemiRef::new(layout, &vals[..]).unwrap(), &g, n)), "f32 Aᵀ·G n={n}");
                 assert_eq!(semi_sddmm(layout, &g32, &b32, n), f(&semi_sddmm(layout, &g, &b, n)), "f32 sddmm n={n}");
+            }
+        }
+    }
+
+    /// Any metadata word, torch's or not: a nibble names two slots, and when they are equal both
+    /// values add to that one column (`Aᵀ · G` against the dense sum, on every path).
+    #[test]
+    fn any_metadata_word_adds_both_values() {
+        let (rows, cols) = (37usize, 40usize);
+        let words = cols.div_ceil(WORD_COLUMNS);
+        let meta: Vec<i16> = (0..rows * words).map(|i| (i as u32).wrapping_mul(40503) as u16 as i16).collect();
+        let vals: Vec<f64> = (0..rows * cols / 2).map(|j| (j % 5) as f64 - 2.0).collect();
+        let layout = SemiLayout::new(&meta, rows, cols).unwrap();
+        let mut dense = vec![0f64; rows * cols];
+        for r in 0..rows {
+            for grp in 0..cols / 4 {
+                let (c0, c1) = group_columns(&meta[r * words..(r + 1) * words], grp);
+                dense[r * cols + c0] += vals[r * cols / 2 + 2 * grp];
+                dense[r * cols + c1] += vals[r * cols / 2 + 2 * grp + 1];
+            }
+        }
+        assert!((0..rows * cols / 4).any(|i| {
+            let nibble = (meta[(i / (cols / 4)) * words + (i % (cols / 4)) / 4] as u16) >> (4 * (i % 4));
+            nibble & 3 == (nibble >> 2) & 3
+        }));
+        for n in [64usize, 256] {
+            let g: Vec<f64> = (0..rows * n).map(|i| ((i * 11) % 13) as f64 - 6.0).collect();
+            let got = semi_mm_t(SemiRef::new(layout, &vals[..]).unwrap(), &g, n);
+            let g32: Vec<f32> = g.iter().map(|&x| x as f32).collect();
+            let v32: Vec<f32> = vals.iter().map(|&x| x as f32).collect();
+            let got32 = semi_mm_t(SemiRef::new(layout, &v32[..]).unwrap(), &g32, n);
+            for c in 0..cols {
+                for t in 0..n {
+                    let want: f64 = (0..rows).map(|r| dense[r * cols + c] * g[r * n + t]).sum();
+                    assert_eq!(got[c * n + t], want, "Aᵀ·G n={n} ({c}, {t})");
+                    assert_eq!(got32[c * n + t], want as f32, "f32 Aᵀ·G n={n} ({c}, {t})");
+                }
             }
         }
     }
