@@ -163,7 +163,8 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize, c
         let ap = a[r * lda..r * lda + d].as_ptr();
         // SAFETY: the row of `a` holds `d` elements.
         let ar: [__m512; V] = core::array::from_fn(|q| unsafe { _mm512_loadu_ps(ap.add(16 * q)) });
-        let row = |j: usize| b[col[j].to_i64() as usize * d..][..d].as_ptr();
+        // Through `opaque`: the loads address a row as base + constant (`simd::opaque`).
+        let row = |j: usize| crate::simd::opaque(b[col[j].to_i64() as usize * d..][..d].as_ptr());
         let mut j = s;
         while j + 4 <= e {
             for k in ahead..ahead + 4 {

@@ -124,7 +124,9 @@ pub(crate) fn opaque<T>(p: *const T) -> *const T {
         #[allow(clippy::pointers_in_nomem_asm_block)]
         // SAFETY: an empty template: no instruction runs, and nothing is read or written
         // through the pointer, which comes back unchanged (with its provenance).
-        unsafe { core::arch::asm!("/* {0} */", inout(reg) p, options(pure, nomem, nostack, preserves_flags)) };
+        unsafe {
+            core::arch::asm!("/* {0} */", inout(reg) p, options(pure, nomem, nostack, preserves_flags))
+        };
         p
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -105,11 +105,12 @@ unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(
                         _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * q));
                     }
                 }
-                let row = &x[col[j].to_i64() as usize * ld + xt..][..16 * V];
+                // Through `opaque`: the loads address the row as base + constant (`simd::opaque`).
+                let row = crate::simd::opaque(x[col[j].to_i64() as usize * ld + xt..][..16 * V].as_ptr());
                 let v = _mm512_set1_ps(val[j]);
                 for (q, a) in acc.iter_mut().enumerate() {
-                    // SAFETY: `row` holds 16 V floats.
-                    *a = _mm512_fmadd_ps(v, unsafe { _mm512_loadu_ps(row.as_ptr().add(16 * q)) }, *a);
+                    // SAFETY: `row` starts a checked slice of 16 V floats.
+                    *a = _mm512_fmadd_ps(v, unsafe { _mm512_loadu_ps(row.add(16 * q)) }, *a);
                 }
             }
             for (q, a) in acc.iter().enumerate() {
