@@ -8,7 +8,7 @@
 //! ones get zero). The pattern is rebuilt by index algebra, never through a dense round trip.
 
 use crate::error::{invalid, Result, SparseError};
-use crate::host::with_floats;
+use crate::host::{with_floats, with_ints};
 use crate::layout::Layout;
 use crate::movement::{gather_index, gather_rows};
 use crate::tensor::{Indices, SparseTensor, Trust};
@@ -31,9 +31,7 @@ impl<const D: usize> SparseTensor<D> {
         }
         let nse = self.nnz();
         let values = self.values_flat();
-        let kept: Vec<i64> = with_floats(&values, |v| {
-            v.to_f64().iter().enumerate().filter(|(_, &x)| keep(x)).map(|(j, _)| j as i64).collect()
-        });
+        let kept: Vec<i64> = with_floats(&values, |v| v.positions(keep));
         if kept.len() == nse {
             return Ok(self.clone());
         }
@@ -60,8 +58,7 @@ impl<const D: usize> SparseTensor<D> {
                     }
                     new_ptr.push(t as i64);
                 }
-                let old_plain = read_i64(plain);
-                let new_plain: Vec<i64> = kept.iter().map(|&j| old_plain[j as usize]).collect();
+                let new_plain: Vec<i64> = with_ints(plain, |s| s.gather_i64(&kept));
                 let n = new_plain.len();
                 Indices::Compressed {
                     compressed: int_tensor(new_ptr, [1, segments + 1], self.index_dtype(), &device),

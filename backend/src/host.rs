@@ -56,6 +56,20 @@ impl IntSlice<'_> {
         self.len() == 0
     }
 
+    /// The elements at positions `at` (each below `len()`), widened to i64: a gather without
+    /// the copy of the whole slice that `to_i64` makes first.
+    ///
+    /// # Panics
+    /// If a position is out of range.
+    pub fn gather_i64(&self, at: &[i64]) -> Vec<i64> {
+        match self {
+            IntSlice::I64(s) => at.iter().map(|&j| s[j as usize]).collect(),
+            IntSlice::I32(s) => at.iter().map(|&j| s[j as usize] as i64).collect(),
+            IntSlice::I16(s) => at.iter().map(|&j| s[j as usize] as i64).collect(),
+            IntSlice::I8(s) => at.iter().map(|&j| s[j as usize] as i64).collect(),
+        }
+    }
+
     /// The values widened to i64 (a copy; kernels that care about speed match on the variant).
     pub fn to_i64(&self) -> Vec<i64> {
         match self {
@@ -90,6 +104,20 @@ impl FloatSlice<'_> {
             FloatSlice::F32(s) => s.iter().map(|&v| v as f64).collect(),
             FloatSlice::F16(s) => s.iter().map(|v| v.to_f64()).collect(),
             FloatSlice::BF16(s) => s.iter().map(|v| v.to_f64()).collect(),
+        }
+    }
+
+    /// The positions of the elements whose value (widened to f64) satisfies `keep`, ascending:
+    /// read in place, without `to_f64`'s copy.
+    pub fn positions(&self, keep: impl Fn(f64) -> bool) -> Vec<i64> {
+        fn of<T: Copy>(s: &[T], wide: impl Fn(T) -> f64, keep: impl Fn(f64) -> bool) -> Vec<i64> {
+            s.iter().enumerate().filter(|&(_, &x)| keep(wide(x))).map(|(j, _)| j as i64).collect()
+        }
+        match self {
+            FloatSlice::F64(s) => of(s, |v| v, keep),
+            FloatSlice::F32(s) => of(s, |v| v as f64, keep),
+            FloatSlice::F16(s) => of(s, |v| v.to_f64(), keep),
+            FloatSlice::BF16(s) => of(s, |v| v.to_f64(), keep),
         }
     }
 }
