@@ -274,7 +274,8 @@ unsafe fn block_avx512<V: Copy + 'static, const N: usize>(
                     // SAFETY: columns 32 ch..32 ch + 32 <= cols of row m < N of `b`, which holds
                     // N rows of `cols` (asserted above).
                     let (x0, x1) = unsafe {
-                        let x = b.as_ptr().add(m * cols + 32 * ch);
+                        // Base + constant addresses for both loads (`simd::opaque`).
+                        let x = crate::simd::opaque(b.as_ptr().add(m * cols + 32 * ch));
                         (_mm512_loadu_ps(x), _mm512_loadu_ps(x.add(16)))
                     };
                     *am = _mm512_fmadd_ps(kept, _mm512_permutex2var_ps(x0, idx, x1), *am);
