@@ -266,9 +266,14 @@ fn prefetch_b<T, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, b: CsrPatt
         prefetch(bptr.as_ptr().wrapping_add(p.to_i64() as usize));
     }
     if let Some(p) = acol.get(q + AHEAD) {
-        let s = b.start(p.to_i64() as usize);
+        let p = p.to_i64() as usize;
+        // The row's first and last entries: a row of ten 8-byte columns spans two lines in
+        // most places, and the line after the first is not fetched for us.
+        let (s, e) = (b.start(p), b.start(p + 1).max(1) - 1);
         prefetch(b.idx().as_ptr().wrapping_add(s));
         prefetch(bval.as_ptr().wrapping_add(s));
+        prefetch(b.idx().as_ptr().wrapping_add(e));
+        prefetch(bval.as_ptr().wrapping_add(e));
     }
 }
 
