@@ -26,7 +26,8 @@ use sparsegrad_kernels::alloc::out_len;
 use sparsegrad_kernels::pattern::CscPattern;
 use sparsegrad_kernels::pattern::TransposeCell;
 use sparsegrad_kernels::spmm::{
-    gather_column_values, spmm, spmm_t_gathered, spmm_t_gathered_transposed_out, spmm_t_with, spmm_transposed_out,
+    gather_column_values, spmm, spmm_of_transpose_transposed_out, spmm_t_gathered, spmm_t_gathered_transposed_out,
+    spmm_t_with, spmm_transposed_out,
 };
 use sparsegrad_kernels::spmm_backward::{spmm_backward, Walk};
 use std::sync::{Arc, Weak};
@@ -374,6 +375,17 @@ impl SpmmKernels for Flex {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let m = crow.shape()[0] - 1;
         let [k, n] = [x.shape()[0], x.shape()[1]];
+        // `x` the transposed view of a `y [n, k]` (`y · Aᵀ`, as `mm_dense_sparse` asks): the
+        // kernel transposes `y` in its packing pass instead of a copy of `xᵀ` first.
+        if let Some(y) = transposed_base(&x) {
+            return with_real(
+                [values, y],
+                vec![n, m],
+                |[v, y]| with_pattern!(&crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n)),
+                |[v, y]| with_pattern!(&crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n)),
+            )
+            .transpose(0, 1);
+        }
         // `[n, m]` row-major, viewed as its transpose `[m, n]`.
         with_real(
             [values, x],
@@ -424,6 +436,17 @@ impl SpmmKernels for Flex {
             // SAFETY: this method's contract is `csr_spmm_t`'s.
             return unsafe { Self::csr_spmm_t(crow, col, values, g, k, transposed) };
         };
+        // `g` the transposed view of a `y [n, m]` (`y · A`, `mm_dense_sparse`): the kernel
+        // transposes `y` in its packing pass instead of a copy of `gᵀ` first.
+        if let Some(y) = transposed_base(&g) {
+            return with_real(
+                [tvals, y],
+                vec![n, k],
+                |[v, y]| spmm_of_transpose_transposed_out(csc.as_csr(), v, y, n),
+                |[v, y]| spmm_of_transpose_transposed_out(csc.as_csr(), v, y, n),
+            )
+            .transpose(0, 1);
+        }
         // `[n, k]` row-major, viewed as its transpose `[k, n]`.
         with_real(
             [tvals, g],

@@ -46,7 +46,7 @@ pub fn transpose_into<T: Copy + Send + Sync + 'static>(
                     // j0 + t0 + 16 <= c), and its 16 destination rows of 16 from (t0, i0)
                     // inside this band ([jn, r], t0 + 16 <= jn).
                     unsafe {
-                        transpose_16x16_f32(
+                        transpose_16x16_f32::<false>(
                             src[i0 * c + j0 + t0..].as_ptr() as *const f32,
                             c,
                             dst[t0 * r + i0..].as_mut_ptr() as *mut f32,
@@ -66,14 +66,16 @@ pub fn transpose_into<T: Copy + Send + Sync + 'static>(
 }
 
 /// One 16 x 16 f32 tile: rows of `src` (stride `lds`) to rows of `dst` (stride `ldd`), in four
-/// shuffle stages (32-bit pairs, 64-bit pairs, then 128-bit lanes twice).
+/// shuffle stages (32-bit pairs, 64-bit pairs, then 128-bit lanes twice). With `STREAM`, each
+/// destination row, a whole cache line, is written by a streaming store (not read first, not
+/// kept in the caches): the caller fences before the stores are published.
 ///
 /// # Safety
 /// The CPU supports AVX-512F; `src` holds 16 rows of 16 readable floats at stride `lds`, and
-/// `dst` 16 rows of 16 writable ones at stride `ldd`.
+/// `dst` 16 rows of 16 writable ones at stride `ldd`, each 64-byte aligned with `STREAM`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn transpose_16x16_f32(src: *const f32, lds: usize, dst: *mut f32, ldd: usize) {
+pub(crate) unsafe fn transpose_16x16_f32<const STREAM: bool>(src: *const f32, lds: usize, dst: *mut f32, ldd: usize) {
     use core::arch::x86_64::*;
     // SAFETY: the caller promises 16 readable rows of 16 at stride `lds`.
     let rows: [__m512; 16] = core::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.add(i * lds)) });
@@ -100,10 +102,17 @@ pub(crate) unsafe fn transpose_16x16_f32(src: *const f32, lds: usize, dst: *mut 
         }
     }
     for i in 0..8 {
-        // SAFETY: the caller promises 16 writable rows of 16 at stride `ldd`; rows i and 8 + i.
+        let (lo, hi) = (_mm512_shuffle_f32x4::<0x88>(v[i], v[8 + i]), _mm512_shuffle_f32x4::<0xdd>(v[i], v[8 + i]));
+        // SAFETY: the caller promises 16 writable rows of 16 at stride `ldd` (aligned rows
+        // with `STREAM`); rows i and 8 + i.
         unsafe {
-            _mm512_storeu_ps(dst.add(i * ldd), _mm512_shuffle_f32x4::<0x88>(v[i], v[8 + i]));
-            _mm512_storeu_ps(dst.add((8 + i) * ldd), _mm512_shuffle_f32x4::<0xdd>(v[i], v[8 + i]));
+            if STREAM {
+                _mm512_stream_ps(dst.add(i * ldd), lo);
+                _mm512_stream_ps(dst.add((8 + i) * ldd), hi);
+            } else {
+                _mm512_storeu_ps(dst.add(i * ldd), lo);
+                _mm512_storeu_ps(dst.add((8 + i) * ldd), hi);
+            }
         }
     }
 }

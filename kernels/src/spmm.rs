@@ -199,7 +199,7 @@ fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(
 /// # Panics
 /// If `val` does not hold one value per entry or `x` is not `[k, n]`.
 pub fn spmm<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val: &[T], x: &[T], n: usize) -> Vec<T> {
-    spmm_laid_out(a, val, x, n, false)
+    spmm_laid_out(a, val, Operand::Rows(x), n, false)
 }
 
 /// `A · X` as [`spmm`] computes it, stored transposed: `out [n, m]` row-major, element `(r, c)`
@@ -215,7 +215,31 @@ pub fn spmm_transposed_out<T: Real, I: IndexElem, J: IndexElem>(
     x: &[T],
     n: usize,
 ) -> Vec<T> {
-    spmm_laid_out(a, val, x, n, true)
+    spmm_laid_out(a, val, Operand::Rows(x), n, true)
+}
+
+/// `A · Yᵀ` stored transposed, that is `Y · Aᵀ`: `Y [n, k]` row-major (the dense operand given
+/// by its transpose, as `X · A` has it), `out [n, m]` as [`spmm_transposed_out`] gives it for
+/// `X = Yᵀ`, bit for bit. `Yᵀ` is never copied on its own: the packing pass the product makes
+/// anyway (column panels of `X`, or an aligned copy of it) transposes `Y`'s rows into it.
+///
+/// # Panics
+/// If `val` does not hold one value per entry or `y` is not `[n, k]`.
+pub fn spmm_of_transpose_transposed_out<T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    val: &[T],
+    y: &[T],
+    n: usize,
+) -> Vec<T> {
+    spmm_laid_out(a, val, Operand::Transposed(y), n, true)
+}
+
+/// The dense operand `X [k, n]` of [`spmm_laid_out`]: its rows (row-major), or its transpose
+/// `[n, k]` row-major.
+#[derive(Clone, Copy)]
+enum Operand<'a, T> {
+    Rows(&'a [T]),
+    Transposed(&'a [T]),
 }
 
 /// Rows an output group of [`spmm_transposed_out`] holds at most: each row of the transposed
@@ -233,6 +257,12 @@ const TILE: usize = 16;
 /// Rows `b.r0..b.r1` and columns `b.c0..b.c1` of `A · X` into the transposed output `out
 /// [n, m]`, [`group_rows`] rows at a time through `buf` (that many rows of `c1 - c0`, twice
 /// over when `stream`: see [`streams_output`]).
+///
+/// Streamed, the output's rows are written in whole lines: where every output row starts at
+/// the same offset in its line (`m` floats a multiple of a line), the groups start on a line
+/// boundary and each transposed tile row, one line, is a streaming store straight from the
+/// registers; otherwise the tiles go to `runs` (each output row's run of the group,
+/// contiguous) and the runs out with streaming stores.
 #[allow(clippy::too_many_arguments)]
 fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
     a: CsrPattern<'_, I, J>,
@@ -247,42 +277,61 @@ fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
     let w = b.c1 - b.c0;
     let group = group_rows::<T>(w);
     #[cfg(target_arch = "x86_64")]
-    let stream = stream && core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && isa() == Isa::Avx512;
+    let tiles = core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && isa() == Isa::Avx512;
     #[cfg(not(target_arch = "x86_64"))]
-    let stream = false;
+    let tiles = false;
+    let stream = stream && tiles;
+    // The rows' common line phase: element `l` of every output row starts a line when `l %
+    // TILE == phase` (f32: 16 to a line). None when the rows' phases differ.
+    let line = TILE * core::mem::size_of::<T>();
+    let phase = (stream && (m * core::mem::size_of::<T>()).is_multiple_of(line))
+        .then(|| (line - out.0 as usize % line) % line / core::mem::size_of::<T>());
     let (buf, runs) = buf.split_at_mut(group * w);
     let mut g0 = b.r0;
     while g0 < b.r1 {
-        let g1 = (g0 + group).min(b.r1);
+        // With a common phase, a group starts on a line boundary: the rows before the block's
+        // first boundary form a group of their own, stored plainly.
+        let direct = phase == Some(g0 % TILE);
+        let g1 = match phase {
+            Some(p) if !direct => g0 + (p + TILE - g0 % TILE) % TILE,
+            _ => g0 + group,
+        }
+        .min(b.r1);
         // The kernel writes row `r`, column `t` at `r * w + t` from its pointer: shifted back
         // by `g0 * w + c0`, that is `buf[(r - g0) * w + (t - c0)]`.
         let shifted = SendPtr(buf.as_mut_ptr().wrapping_sub(g0 * w + b.c0));
         spmm_rows_dispatch(a, val, x, w, Block { r0: g0, r1: g1, c0: b.c0, c1: b.c1 }, &shifted);
         let rows = g1 - g0;
-        // Streaming: the transpose goes to `runs` (`[w, group]`: each output row's run of this
-        // group, contiguous) and the runs to `out` below; else the tiles go to `out` directly.
-        let (dst, ld) =
-            if stream { (SendPtr(runs.as_mut_ptr()), group) } else { (SendPtr(out.0.wrapping_add(b.c0 * m + g0)), m) };
+        // Streamed without a common phase, the transpose goes to `runs` (`[w, group]`) and the
+        // runs to `out` below; else the tiles go to `out` directly.
+        let via_runs = stream && phase.is_none();
+        let (dst, ld) = if via_runs {
+            (SendPtr(runs.as_mut_ptr()), group)
+        } else {
+            (SendPtr(out.0.wrapping_add(b.c0 * m + g0)), m)
+        };
         // Whole 16 x 16 tiles in registers where they fit, the rest element by element.
         let (mut tiled_rows, mut tiled_cols) = (0, 0);
         #[cfg(target_arch = "x86_64")]
-        if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && isa() == Isa::Avx512 {
+        if tiles {
             (tiled_rows, tiled_cols) = (rows / TILE * TILE, w / TILE * TILE);
             for t0 in (0..tiled_cols).step_by(TILE) {
                 for l0 in (0..tiled_rows).step_by(TILE) {
-                    // SAFETY: AVX-512F was detected and T is f32. The tile's 16 source rows
-                    // of 16 from (l0, t0) lie in `buf` ([rows, w], l0 + 16 <= rows, t0 + 16
-                    // <= w); its 16 destination rows of 16 from (t0, l0) lie in `runs` ([w,
-                    // group], rows <= group) or, from (c0 + t0, g0 + l0), in `out` ([n, m]:
-                    // c0 + t0 + 16 <= c1 <= n, g0 + l0 + 16 <= g1 <= m), in this task's rows
-                    // and columns.
+                    let (src, to) =
+                        (buf.as_ptr().wrapping_add(l0 * w + t0) as *const f32, dst.at(t0 * ld + l0) as *mut f32);
+                    // SAFETY: AVX-512F was detected and T is f32 (`tiles`). The tile's 16
+                    // source rows of 16 from (l0, t0) lie in `buf` ([rows, w], l0 + 16 <= rows,
+                    // t0 + 16 <= w); its 16 destination rows of 16 from (t0, l0) lie in `runs`
+                    // ([w, group], rows <= group) or, from (c0 + t0, g0 + l0), in `out` ([n,
+                    // m]: c0 + t0 + 16 <= c1 <= n, g0 + l0 + 16 <= g1 <= m), in this task's rows
+                    // and columns. `direct`: every output row starts at phase `p` in its line
+                    // and g0 + l0 = p (mod 16), so each destination row is a whole line.
                     unsafe {
-                        crate::dense::transpose_16x16_f32(
-                            buf.as_ptr().add(l0 * w + t0) as *const f32,
-                            w,
-                            dst.at(t0 * ld + l0) as *mut f32,
-                            ld,
-                        )
+                        if direct {
+                            crate::dense::transpose_16x16_f32::<true>(src, w, to, ld)
+                        } else {
+                            crate::dense::transpose_16x16_f32::<false>(src, w, to, ld)
+                        }
                     };
                 }
             }
@@ -296,7 +345,7 @@ fn rows_transposed<T: Real, I: IndexElem, J: IndexElem>(
             }
         }
         #[cfg(target_arch = "x86_64")]
-        if stream {
+        if via_runs {
             for t in 0..w {
                 // SAFETY: AVX-512F was detected (`stream`) and T is f32; row t of `runs` holds
                 // `rows` written elements, and the output row's run (c0 + t, g0..g1) lies in
@@ -369,21 +418,24 @@ fn group_rows<T>(w: usize) -> usize {
 fn spmm_laid_out<T: Real, I: IndexElem, J: IndexElem>(
     a: CsrPattern<'_, I, J>,
     val: &[T],
-    x: &[T],
+    operand: Operand<'_, T>,
     n: usize,
     transposed_out: bool,
 ) -> Vec<T> {
     let (m, k) = (a.nrows(), a.ncols());
     assert_eq!(val.len(), a.nnz(), "spmm: one value per stored entry");
-    assert_eq!(x.len(), out_len(k, n, "spmm: X"), "spmm: X is [k, n] = [{k}, {n}]");
+    let (Operand::Rows(given) | Operand::Transposed(given)) = operand;
+    assert_eq!(given.len(), out_len(k, n, "spmm: X"), "spmm: X is [k, n] = [{k}, {n}]");
     let len = out_len(m, n, "spmm: the output");
     if len == 0 {
         return Vec::new();
     }
     let col = a.idx();
     // Panels are packed copies of X; measured, they pay at 41 reads per row (4096 x 128 at 1 %:
-    // 9 %) where a plain aligned copy does not.
-    let w = if col.len() >= 16 * k { panel_width::<T>(k, n) } else { n };
+    // 9 %) where a plain aligned copy does not. X given transposed is packed in any case (the
+    // transpose is the copy), in panels where they pay.
+    let transposed = matches!(operand, Operand::Transposed(_));
+    let w = if col.len() >= 16 * k || transposed { panel_width::<T>(k, n) } else { n };
     let mut out: Vec<T> = Vec::with_capacity(len);
     let cuts = a.row_blocks(rayon::current_num_threads() * 16);
     // Panel-major: rayon splits the task list in halves, so each thread starts on its own panel.
@@ -393,11 +445,14 @@ fn spmm_laid_out<T: Real, I: IndexElem, J: IndexElem>(
         .collect();
     let dst = SendPtr(out.as_mut_ptr());
     let stream = transposed_out && streams_output::<T>(len);
-    if w < n {
+    if w < n || transposed {
         // Each panel's columns packed contiguously (and aligned): a panel read in place from
         // the full rows touches half of every row's lines, so it maps onto half the cache's
         // sets and thrashes (measured: slower than no panels at all).
-        let packed = pack_panels(x, k, n, w);
+        let packed = match operand {
+            Operand::Rows(x) => pack_panels(x, k, n, w),
+            Operand::Transposed(y) => pack_panels_of_transpose(y, k, n, w),
+        };
         let px = packed.get();
         // One group buffer per rayon job, not per task: zeroing one per task cost as much as
         // the transposes at 4096 x 128.
@@ -411,8 +466,9 @@ fn spmm_laid_out<T: Real, I: IndexElem, J: IndexElem>(
             }
         });
     } else {
-        let aligned = aligned_copy(x, n, col.len(), 64);
-        let x = aligned.as_ref().map_or(x, |a| a.get());
+        // Not packed: X given by its rows (`given`).
+        let aligned = aligned_copy(given, n, col.len(), 64);
+        let x = aligned.as_ref().map_or(given, |a| a.get());
         blocks.into_par_iter().for_each_init(Vec::new, |buf, b| {
             let xr = XRows { x, ld: n, xc: 0 };
             if transposed_out {
@@ -443,6 +499,21 @@ fn pack_panels<T: Real>(x: &[T], k: usize, n: usize, w: usize) -> Scratch<T> {
                     core::ptr::copy_nonoverlapping(x[r * n + c0..].as_ptr(), dst.at(c0 * k + r * pw), pw);
                 }
             });
+        })
+    }
+}
+
+/// [`pack_panels`] of `X = Yᵀ` from `y [n, k]`: panel `c0` (`[k, w']`) is the transpose of rows
+/// `c0..c0 + w'` of `y`, which lie one after the other.
+fn pack_panels_of_transpose<T: Real>(y: &[T], k: usize, n: usize, w: usize) -> Scratch<T> {
+    // SAFETY: `transpose_into` writes every element of each panel's `[c0 * k, (c0 + w') * k)`,
+    // and the panels cover `k * n` elements.
+    unsafe {
+        Scratch::filled(k * n, |buf| {
+            for (c0, panel) in (0..n).step_by(w).zip(buf.chunks_mut(w * k)) {
+                let pw = w.min(n - c0);
+                crate::dense::transpose_into(&y[c0 * k..(c0 + pw) * k], pw, k, panel);
+            }
         })
     }
 }
@@ -564,7 +635,8 @@ mod tests {
         ) {
             let (mut crow, mut col) = (vec![0i64], vec![]);
             for r in 0..m {
-                for t in 0..per_row {
+                // Uneven rows: the row blocks start anywhere in a line.
+                for t in 0..per_row + r % 3 {
                     col.push(((r * 31 + t * 17) % k) as i64);
                 }
                 crow.push(col.len() as i64);
@@ -576,16 +648,24 @@ mod tests {
             let t = spmm_transposed_out(p, &val, &x, n);
             let want: Vec<T> = (0..n * m).map(|i| plain[(i % m) * n + i / m]).collect();
             assert_eq!(t, want, "{m} x {k} x {n}");
+            // X given by its transpose: the same product, bit for bit.
+            let xt: Vec<T> = (0..n * k).map(|i| x[(i % k) * n + i / k]).collect();
+            assert_eq!(spmm_of_transpose_transposed_out(p, &val, &xt, n), want, "Xᵀ given: {m} x {k} x {n}");
         }
-        // The last case's f32 output (1.4 MB) is streamed: rows of 5,003 elements start off the
-        // lines, so the runs have partial lines at both ends.
+        // The f32 outputs of the last three cases are streamed: rows of 5,003 elements start off
+        // the lines (the runs have partial lines at both ends); rows of 8,192 and 20,000 share a
+        // line phase (whole lines stored from the tiles, the groups before each block's first
+        // boundary plainly). 4096 x 128 goes in panels of 64 columns, packed from Xᵀ when given.
         for (m, k, n, per_row) in [
             (40, 9, 70, 5),
             (16, 30, 64, 7),
             (5, 4, 3, 2),
             (40, 2100, 128, 900),
             (10_000, 50, 16, 2),
+            (64, 4096, 128, 40),
             (5_003, 40, 70, 3),
+            (8_192, 40, 64, 3),
+            (20_000, 30, 24, 2),
         ] {
             check::<f32>(m, k, n, per_row, |v| v as f32 - 5.0);
             check::<f64>(m, k, n, per_row, |v| v as f64 * 0.5 - 2.0);
