@@ -1,7 +1,8 @@
 """GraphChallenge-style sparse DNN inference in scipy, the peer of `examples/sparse_dnn.rs`:
 the same synthetic RadiX-Net-like network and input batch (splitmix64 from `workloads.py`),
 Y <- clip(relu(Y W + b on stored entries), 32) per layer, categories = rows with a stored entry.
-Run: python sparse_dnn.py [batch] [layers]   (defaults 256, 120: the example's)"""
+Run: python sparse_dnn.py [batch] [layers] [repeat]   (defaults 256, 120, 5: the example's; each
+path runs `repeat` times, in turn with the other, and the median time is reported: the upper middle one for an even count)"""
 import sys, time, numpy as np, scipy.sparse as sp
 sys.path.insert(0, __import__('os').path.dirname(__file__))
 import workloads as W
@@ -50,9 +51,14 @@ if __name__ == '__main__':
     nl = int(sys.argv[2]) if len(sys.argv) > 2 else 120
     layers = [layer(l) for l in range(nl)]
     Y0 = inputs(batch)
+    reps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    assert reps >= 1, 'repeat: at least one run'
     edges = batch * NEURONS * FANOUT * nl
-    t = time.perf_counter(); Ys = sparse_path(Y0, layers); ts = time.perf_counter() - t
-    t = time.perf_counter(); Yd = dense_path(Y0, layers); td = time.perf_counter() - t
+    times_s, times_d = [], []
+    for _ in range(reps):
+        t = time.perf_counter(); Ys = sparse_path(Y0, layers); times_s.append(time.perf_counter() - t)
+        t = time.perf_counter(); Yd = dense_path(Y0, layers); times_d.append(time.perf_counter() - t)
+    ts, td = sorted(times_s)[reps // 2], sorted(times_d)[reps // 2]
     cats = np.flatnonzero(np.diff(Ys.indptr) > 0)
     catd = np.flatnonzero((Yd != 0).any(axis=1))
     assert np.array_equal(cats, catd), 'the two paths disagree on the categories'
