@@ -736,11 +736,15 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
     let device = ac.device();
     if m_idx.is_none() {
         // One pass for pattern and values. The product has at most one entry per partial
-        // product (and per element): that much memory is checked before it runs.
-        // SAFETY: the operands are checked CSR tensors of these shapes: valid patterns.
-        let products = unsafe { product_count((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), k, n)? };
-        let bound = usize::try_from(products).unwrap_or(usize::MAX).min(m.saturating_mul(n));
-        ensure_allocatable(bound, 8 + ac.dtype().size(), "spgemm: the product")?;
+        // product (and per element): that much memory is checked before it runs. The partial
+        // products are counted (a walk of `A`, which the kernel makes again) only where the
+        // elements alone would not pass.
+        let (elem, what) = (8 + ac.dtype().size(), "spgemm: the product");
+        if ensure_allocatable(m.saturating_mul(n), elem, what).is_err() {
+            // SAFETY: the operands are checked CSR tensors of these shapes: valid patterns.
+            let products = unsafe { product_count((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), k, n)? };
+            ensure_allocatable(usize::try_from(products).unwrap_or(usize::MAX).min(m.saturating_mul(n)), elem, what)?;
+        }
         // SAFETY: `a` and `b` are checked CSR tensors (valid patterns, one value per entry).
         let (c_crow, c_col, values) = unsafe {
             <Dispatch as SparseSpgemm>::sparse_spgemm_product(

@@ -65,6 +65,64 @@ pub fn transpose_into<T: Copy + Send + Sync + 'static>(
     });
 }
 
+/// `dst[j * ldd + i] = src[i * lds + j]` for `i < r`, `j < c`: a serial transpose between
+/// strided buffers in 16 x 16 tiles (f32 tiles in AVX-512 registers where available), for
+/// callers already inside a parallel task (`spgemm`'s dense blocks, a lane per row).
+///
+/// # Panics
+/// If `src` does not hold `r` rows of `c` at stride `lds` (`lds >= c`) or `dst` `c` rows of `r`
+/// at stride `ldd` (`ldd >= r`).
+pub(crate) fn transpose_strided<T: Copy + 'static>(
+    src: &[T],
+    lds: usize,
+    dst: &mut [T],
+    ldd: usize,
+    r: usize,
+    c: usize,
+) {
+    const TILE: usize = 16;
+    if r == 0 || c == 0 {
+        return;
+    }
+    let fits = |len: usize, rows: usize, cols: usize, ld: usize| {
+        ld >= cols && (rows - 1).checked_mul(ld).and_then(|v| v.checked_add(cols)).is_some_and(|end| end <= len)
+    };
+    assert!(
+        fits(src.len(), r, c, lds) && fits(dst.len(), c, r, ldd),
+        "transpose: buffers hold [{r}, {c}] and [{c}, {r}]"
+    );
+    #[cfg(target_arch = "x86_64")]
+    let simd = core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
+        && crate::simd::isa() == crate::simd::Isa::Avx512;
+    for i0 in (0..r).step_by(TILE) {
+        let iw = TILE.min(r - i0);
+        for j0 in (0..c).step_by(TILE) {
+            let jw = TILE.min(c - j0);
+            #[cfg(target_arch = "x86_64")]
+            if simd && iw == TILE && jw == TILE {
+                // SAFETY: `isa` detected AVX-512F and T is f32; the tile's 16 source rows of 16
+                // from (i0, j0) lie inside `src` (i0 + 16 <= r, j0 + 16 <= c, checked above
+                // against `src.len()`), its 16 destination rows of 16 from (j0, i0) inside `dst`
+                // (likewise).
+                unsafe {
+                    transpose_16x16_f32::<false>(
+                        src[i0 * lds + j0..].as_ptr() as *const f32,
+                        lds,
+                        dst[j0 * ldd + i0..].as_mut_ptr() as *mut f32,
+                        ldd,
+                    )
+                };
+                continue;
+            }
+            for i in i0..i0 + iw {
+                for j in j0..j0 + jw {
+                    dst[j * ldd + i] = src[i * lds + j];
+                }
+            }
+        }
+    }
+}
+
 /// One 16 x 16 f32 tile: rows of `src` (stride `lds`) to rows of `dst` (stride `ldd`), in four
 /// shuffle stages (32-bit pairs, 64-bit pairs, then 128-bit lanes twice). With `STREAM`, each
 /// destination row, a whole cache line, is written by a streaming store (not read first, not
@@ -120,6 +178,28 @@ pub(crate) unsafe fn transpose_16x16_f32<const STREAM: bool>(src: *const f32, ld
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strided_transpose_matches_definition() {
+        // Whole f32 tiles in registers, edges element by element; strides wider than the
+        // rows, and the elements outside the transposed rows left as they were.
+        for (r, c, lds, ldd) in
+            [(1, 1, 1, 1), (16, 16, 16, 16), (16, 1024, 1024, 64), (37, 20, 25, 40), (64, 33, 33, 64)]
+        {
+            let src: Vec<f32> = (0..r * lds).map(|v| v as f32).collect();
+            let mut dst = vec![-1.0f32; c * ldd];
+            transpose_strided(&src, lds, &mut dst, ldd, r, c);
+            let mut dst64 = vec![-1.0f64; c * ldd];
+            transpose_strided(&src.iter().map(|&v| v as f64).collect::<Vec<_>>(), lds, &mut dst64, ldd, r, c);
+            for j in 0..c {
+                for i in 0..ldd {
+                    let want = if i < r { src[i * lds + j] } else { -1.0 };
+                    assert_eq!(dst[j * ldd + i], want, "f32 {r} x {c} at ({i}, {j})");
+                    assert_eq!(dst64[j * ldd + i], want as f64, "f64 {r} x {c} at ({i}, {j})");
+                }
+            }
+        }
+    }
 
     #[test]
     fn blocked_transpose_matches_definition() {

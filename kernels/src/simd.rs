@@ -64,6 +64,27 @@ macro_rules! multiversion {
             $body::<$($g),*, false>($($arg),*)
         }
     };
+    // The same with one const parameter after the type parameters (passed before `FMA`).
+    ($(#[$m:meta])* fn $name:ident<$($g:ident: $b:path),*; const $c:ident: usize>($($arg:ident: $ty:ty),*) => $body:ident) => {
+        $(#[$m])*
+        fn $name<$($g: $b),*, const $c: usize>($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn avx512<$($g: $b),*, const $c: usize>($($arg: $ty),*) { $body::<$($g),*, $c, true>($($arg),*) }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2<$($g: $b),*, const $c: usize>($($arg: $ty),*) { $body::<$($g),*, $c, true>($($arg),*) }
+                match $crate::simd::isa() {
+                    // SAFETY: `isa` detected the features the function was compiled for.
+                    $crate::simd::Isa::Avx512 => return unsafe { avx512::<$($g),*, $c>($($arg),*) },
+                    // SAFETY: as above.
+                    $crate::simd::Isa::Avx2Fma => return unsafe { avx2::<$($g),*, $c>($($arg),*) },
+                    $crate::simd::Isa::Portable => {}
+                }
+            }
+            $body::<$($g),*, $c, false>($($arg),*)
+        }
+    };
 }
 pub(crate) use multiversion;
 

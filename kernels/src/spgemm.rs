@@ -24,11 +24,13 @@
 //! the words, both levels for the sparsest rows.
 //!
 //! Where `A`'s rows are dense (an eighth of `k` or more, columns strictly increasing) and `B`'s
-//! values finite, the one pass takes up to `LANES` (16) such rows at once as a dense block: `B`
-//! by columns (a stable transpose), each column of the product one vector sum over the
-//! column's entries, a lane per row, with the rows reached as a bit mask. The terms are the
-//! row-by-row product's, in its order, plus products of the block's zeros, which leave every
-//! sum as it is; a sparse DNN layer (1024 neurons, `Y` two-thirds dense) runs 2x faster so.
+//! values finite, the one pass gathers up to `LANES` (64) such rows of a row block at once,
+//! skipping the others (an empty or sparse row costs a dense block as much as a dense one),
+//! as a dense block: the rows laid out by column in groups of sixteen lanes, `B` by columns (a
+//! stable transpose), each column of the product one vector sum per group over the column's
+//! entries, with the lanes reached as a bit mask. Each entry of `B` read feeds every group. The
+//! terms are the row-by-row product's, in its order, plus products of the block's zeros, which
+//! leave every sum as it is. The rows are written out as the walk of the row block reaches them.
 //!
 //! Rows run in parallel in blocks balanced by product count. Each output value sums its
 //! products from zero in the order of `A`'s row entries, then of `B`'s row entries, whatever
@@ -38,6 +40,7 @@
 //! blocks depend only on the operands, not on the thread count.
 
 use crate::alloc::try_vec;
+use crate::dense::transpose_strided;
 use crate::error::{Result, SparseError};
 use crate::index::IndexElem;
 use crate::pattern::{balanced_row_blocks, transpose_with, CsrPattern, SendPtr};
@@ -685,11 +688,9 @@ pub fn spgemm<T: Real, I: IndexElem, J: IndexElem>(
     assert_eq!(bval.len(), b.nnz(), "spgemm: one value per entry of B");
     let (m, n) = (a.nrows(), b.ncols());
     let work = row_work(a, b)?;
-    let cuts = blocks(&work);
     let columns = dense_blocks_pay(a, b, bval).then(|| Columns::of(b, bval));
     let columns = columns.as_ref();
-    // Dense blocks fill their lanes when the row blocks start at multiples of `LANES`.
-    let cuts = if columns.is_some() { lane_aligned(&cuts, m) } else { cuts };
+    let cuts = if columns.is_some() { dense_row_blocks(&work) } else { blocks(&work) };
     // The blocks keep their columns in 32 bits where they fit: a third fewer bytes written
     // and copied.
     if u32::try_from(n).is_ok() {
@@ -796,21 +797,19 @@ fn product_rows<T: Real, I: IndexElem, J: IndexElem, C: PartIndex>(
     let guess = products.min(rows.len().saturating_mul(n));
     let mut part = Part { lens: try_vec(rows.len(), "spgemm: row lengths")?, col: Vec::new(), val: Vec::new() };
     part.reserve(guess)?;
-    // With `B` by columns at hand, chunks of `LANES` rows dense enough go through the dense
-    // block product; the others row by row.
+    // With `B` by columns at hand, the block's dense rows go through dense blocks, gathered
+    // as the walk reaches them; the others row by row.
     let mut dense = DenseBlock::default();
-    let mut chunk_end = rows.start;
+    let mut gathered = rows.start;
     for i in rows.clone() {
-        if i == chunk_end {
-            chunk_end = (i + LANES).min(rows.end);
-            if let Some(cols) = columns {
-                if dense_chunk(a, i..chunk_end) {
-                    dense.rows(a, aval, cols, i..chunk_end, &mut part)?;
-                }
+        if let Some(cols) = columns {
+            if i >= gathered {
+                gathered = dense.gather(a, aval, cols, i..rows.end);
             }
-        }
-        if dense.covers(i) {
-            continue;
+            if dense.holds(i) {
+                dense.emit(&mut part)?;
+                continue;
+            }
         }
         let products = (work[i + 1] - work[i]) as usize;
         let start = part.col.len();
@@ -967,11 +966,26 @@ fn drain_marks(marks: &mut [u8], lo: usize, hi: usize, mut f: impl FnMut(usize))
     }
 }
 
-/// Rows of `A` a dense block holds: a lane per row.
-const LANES: usize = 16;
+/// Lanes of a dense block group: one vector of f32 (a cache line).
+const GROUP: usize = 16;
+
+/// Groups a dense block holds at most: each entry of `B` read (its row, its value, the lanes'
+/// marks) feeds up to this many vectors of multiply-adds, where sixteen lanes gave it one. The
+/// sums of a column stay in registers (four vectors, or eight for f64).
+const MAX_GROUPS: usize = 4;
+
+/// Rows of `A` a dense block holds at most: a lane per row.
+const LANES: usize = GROUP * MAX_GROUPS;
+
+/// A bit per lane of a dense block.
+type LaneMask = u64;
 
 /// Columns of `A` up to which its dense blocks are held (a block is `k` lanes of values).
 const DENSE_MAX_K: usize = 1 << 16;
+
+/// Columns of `B` up to which dense blocks run: a block's sums take `LANES` values per column
+/// of the product (32 MB of f64 at this bound, per thread).
+const DENSE_MAX_N: usize = 1 << 16;
 
 /// `B` by columns for the dense row blocks: column pointers `[n + 1]`, the row of `B` of each
 /// entry, and its value, each column's entries in `B`'s order (a stable transpose).
@@ -988,23 +1002,9 @@ impl<T: Real> Columns<T> {
     }
 }
 
-/// Row block cuts moved to multiples of [`LANES`] (the last stays `m`), empty blocks dropped.
-fn lane_aligned(cuts: &[usize], m: usize) -> Vec<usize> {
-    let mut out: Vec<usize> = Vec::with_capacity(cuts.len());
-    for &c in cuts {
-        let c = if c == m { m } else { (c + LANES / 2) / LANES * LANES };
-        if out.last() != Some(&c) && c <= m {
-            out.push(c);
-        }
-    }
-    if out.last() != Some(&m) {
-        out.push(m);
-    }
-    out
-}
-
 /// Whether the dense row blocks can pay and are exact: `A` at least an eighth dense on average
-/// (each block's own density is checked again), `k` small enough to hold a block, and every
+/// (each block's own density is checked again), `k` and `n` small enough to hold a block and its
+/// sums, and every
 /// value of `B` finite (a block multiplies `B`'s values by the zeros of `A`'s unstored
 /// entries, which is exact only for finite values).
 fn dense_blocks_pay<T: Real, I: IndexElem, J: IndexElem>(
@@ -1015,90 +1015,178 @@ fn dense_blocks_pay<T: Real, I: IndexElem, J: IndexElem>(
     let k = a.ncols();
     k > 0
         && k <= DENSE_MAX_K
-        && a.nrows() >= LANES
+        && b.ncols() <= DENSE_MAX_N
+        && a.nrows() >= GROUP
         && a.nnz().saturating_mul(8) >= a.nrows().saturating_mul(k)
         && b.nnz() > 0
         && bval.iter().all(|v| v.to_f64().is_finite())
 }
 
-/// Whether rows `rows` of `A` go through a dense block: each row's columns strictly
-/// increasing (so that each product is its own term, as the row-by-row sums take it), and
-/// the rows an eighth dense together.
-fn dense_chunk<I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, rows: Range<usize>) -> bool {
-    let entries = a.start(rows.end) - a.start(rows.start);
-    if entries.saturating_mul(8) < rows.len().saturating_mul(a.ncols()) {
-        return false;
-    }
-    let col = a.idx();
-    rows.into_iter().all(|i| col[a.row(i)].windows(2).all(|w| w[0].to_i64() < w[1].to_i64()))
+/// Row blocks for the pool where dense blocks may run: balanced by products as [`blocks`], but
+/// [`LANES`] rows each on average where there are rows enough, so that a block can fill its
+/// lanes; a block per thread (of a group's rows at least) where there are fewer.
+fn dense_row_blocks(work: &[i64]) -> Vec<usize> {
+    let (m, threads) = (work.len() - 1, rayon::current_num_threads());
+    let tasks = (threads * BLOCKS_PER_THREAD).min(m / LANES).max(threads.min(m / GROUP)).max(1);
+    balanced_row_blocks(work, tasks)
 }
 
-/// A dense block of `LANES` rows of `A` and its product with `B`: the rows' values by column
-/// (`tile[p]`, a lane per row), which rows store each column (`marks[p]`), and per column of
-/// the product its sums and which rows it reaches.
+/// A dense block: up to [`LANES`] dense rows of `A` (an eighth of `k` or more, columns strictly
+/// increasing), gathered from a row block skipping the others, and their product with `B`.
+/// The lanes' rows (`rows`, ascending) are laid out row by row (`dense`, `[lanes][k]`, zeros
+/// where a row stores nothing), then by column (`tile[p * groups + g]`: column `p` of `A` in
+/// group `g`'s sixteen lanes); `marks[p]` says which lanes store column `p`. Per column `j` of
+/// the product, `sums[j * groups + g]` holds its sums in group `g`'s lanes and `reached[j]` the
+/// lanes it reaches. The rows are emitted one by one as the row block's walk reaches them,
+/// from `out`, one group's sums laid out by lane.
 #[derive(Default)]
 struct DenseBlock<T> {
-    tile: Vec<[T; LANES]>,
-    marks: Vec<u16>,
-    sums: Vec<[T; LANES]>,
-    reached: Vec<u16>,
-    done: Range<usize>,
+    rows: Vec<usize>,
+    dense: Vec<T>,
+    marks: Vec<LaneMask>,
+    tile: Vec<[T; GROUP]>,
+    sums: Vec<[T; GROUP]>,
+    reached: Vec<LaneMask>,
+    /// The lanes that reach every column of the product.
+    full: LaneMask,
+    out: Vec<T>,
+    /// The next lane to emit.
+    next: usize,
 }
 
 impl<T: Real> DenseBlock<T> {
-    /// Whether row `i` was computed by the last block.
-    fn covers(&self, i: usize) -> bool {
-        self.done.contains(&i)
+    /// Whether row `i` is the next lane to emit.
+    fn holds(&self, i: usize) -> bool {
+        self.rows.get(self.next) == Some(&i)
     }
 
-    /// Rows `rows` (at most `LANES`, checked by [`dense_chunk`]) of `A · B` into `part`.
-    /// Each sum takes its terms in ascending row of `B` and, within a row, in `B`'s order:
-    /// the order of the row-by-row product for rows with strictly increasing columns. The
-    /// terms of unstored entries of `A` are products of 0 with finite values, which leave
-    /// every partial sum as it is (a sum started at +0 never becomes -0 by adding a zero).
-    fn rows<I: IndexElem, J: IndexElem, C: PartIndex>(
+    /// Gathers the dense rows of `rows` into lanes, up to [`LANES`] of them, and computes the
+    /// block's product with `B` where the lanes are dense enough together (an eighth of `k`
+    /// over the lanes the groups hold). Returns the row after the last one looked at: the
+    /// lanes lie below it, and every other row below it goes row by row.
+    fn gather<I: IndexElem, J: IndexElem>(
         &mut self,
         a: CsrPattern<'_, I, J>,
         aval: &[T],
         cols: &Columns<T>,
         rows: Range<usize>,
-        part: &mut Part<T, C>,
-    ) -> Result<()> {
-        let (k, n) = (a.ncols(), cols.ptr.len() - 1);
-        let zero = [T::default(); LANES];
-        self.tile.clear();
-        self.tile.resize(k, zero);
+    ) -> usize {
+        let k = a.ncols();
+        let acol = a.idx();
+        self.rows.clear();
+        self.next = 0;
         self.marks.clear();
         self.marks.resize(k, 0);
-        for (l, i) in rows.clone().enumerate() {
-            for q in a.row(i) {
-                let p = a.col(q);
-                self.tile[p][l] = aval[q];
-                self.marks[p] |= 1 << l;
+        self.dense.resize(LANES * k, T::default());
+        let mut entries = 0usize;
+        let mut end = rows.end;
+        for i in rows {
+            if self.rows.len() == LANES {
+                end = i;
+                break;
+            }
+            let span = a.row(i);
+            let nnz = span.len();
+            if nnz == 0 || nnz.saturating_mul(8) < k {
+                continue;
+            }
+            let l = self.rows.len();
+            let bit: LaneMask = 1 << l;
+            let lane = &mut self.dense[l * k..(l + 1) * k];
+            let marks = &mut self.marks[..];
+            // Strictly increasing columns: each product its own term, as the row-by-row sums
+            // take it (a repeated column is two terms, which one lane value cannot be).
+            let increasing = if nnz == k {
+                // A whole row: its columns are 0..k exactly where they increase strictly, and
+                // its values are the lane as they stand.
+                let whole =
+                    acol[span.clone()].iter().enumerate().fold(true, |ok, (p, c)| ok & (c.to_i64() == p as i64));
+                lane.copy_from_slice(&aval[span]);
+                marks.iter_mut().for_each(|m| *m |= bit);
+                whole
+            } else {
+                lane.fill(T::default());
+                let mut increasing = true;
+                let mut last = -1i64;
+                for (c, &v) in acol[span.clone()].iter().zip(&aval[span]) {
+                    let c = c.to_i64();
+                    increasing &= c > last;
+                    last = c;
+                    lane[c as usize] = v;
+                    marks[c as usize] |= bit;
+                }
+                increasing
+            };
+            if increasing {
+                self.rows.push(i);
+                entries += nnz;
+            } else {
+                self.marks.iter_mut().for_each(|m| *m &= !bit);
             }
         }
-        self.sums.resize(n, zero);
+        let groups = self.rows.len().div_ceil(GROUP);
+        if groups == 0 || entries.saturating_mul(8) < (groups * GROUP).saturating_mul(k) {
+            // Too few lanes for the groups' work: all of these rows go row by row.
+            self.rows.clear();
+            return end;
+        }
+        self.dense[self.rows.len() * k..groups * GROUP * k].fill(T::default());
+        let zero = [T::default(); GROUP];
+        self.tile.clear();
+        self.tile.resize(k * groups, zero);
+        for g in 0..groups {
+            transpose_strided(
+                &self.dense[g * GROUP * k..],
+                k,
+                &mut self.tile.as_flattened_mut()[g * GROUP..],
+                groups * GROUP,
+                GROUP,
+                k,
+            );
+        }
+        let n = cols.ptr.len() - 1;
+        self.sums.clear();
+        self.sums.resize(n * groups, zero);
+        self.reached.clear();
         self.reached.resize(n, 0);
-        dense_block_columns(
-            &self.tile,
-            &self.marks,
-            &cols.ptr,
-            &cols.row,
-            &cols.val,
-            &mut self.sums,
-            &mut self.reached,
-        );
-        for l in 0..rows.len() {
-            let start = part.col.len();
-            part.reserve(n)?;
+        let (tile, marks, sums, reached) = (&self.tile[..], &self.marks[..], &mut self.sums[..], &mut self.reached[..]);
+        let (ptr, row, val) = (&cols.ptr[..], &cols.row[..], &cols.val[..]);
+        match groups {
+            1 => dense_block_columns::<T, 1>(tile, marks, ptr, row, val, sums, reached),
+            2 => dense_block_columns::<T, 2>(tile, marks, ptr, row, val, sums, reached),
+            3 => dense_block_columns::<T, 3>(tile, marks, ptr, row, val, sums, reached),
+            _ => dense_block_columns::<T, 4>(tile, marks, ptr, row, val, sums, reached),
+        }
+        self.full = self.reached.iter().fold(LaneMask::MAX, |f, &r| f & r);
+        end
+    }
+
+    /// The next lane's row of the product into `part` (see [`DenseBlock::holds`]).
+    fn emit<C: PartIndex>(&mut self, part: &mut Part<T, C>) -> Result<()> {
+        let (l, n) = (self.next, self.reached.len());
+        let (g, t) = (l / GROUP, l % GROUP);
+        let groups = self.rows.len().div_ceil(GROUP);
+        if t == 0 {
+            // The group's sums by lane, so that each lane's row is read contiguously.
+            self.out.resize(GROUP * n, T::default());
+            transpose_strided(&self.sums.as_flattened()[g * GROUP..], groups * GROUP, &mut self.out, n, n, GROUP);
+        }
+        let sums = &self.out[t * n..(t + 1) * n];
+        let start = part.col.len();
+        part.reserve(n)?;
+        let len = if self.full >> l & 1 != 0 {
+            part.col.extend((0..n).map(C::of));
+            part.val.extend_from_slice(sums);
+            n
+        } else {
             let (cs, vs) = (&mut part.col.spare_capacity_mut()[..n], &mut part.val.spare_capacity_mut()[..n]);
             let mut len = 0;
-            for (j, (&r, s)) in self.reached.iter().zip(&self.sums).enumerate() {
+            for (j, (&r, &s)) in self.reached.iter().zip(sums).enumerate() {
                 // Without a branch: every column is written at the end, and kept (the length
                 // moves past it) where the lane reached it. (Branching on the lane's bit, a
                 // coin toss in a row two-thirds dense, cost a misprediction every third column.)
                 cs[len].write(C::of(j));
-                vs[len].write(s[l]);
+                vs[len].write(s);
                 len += usize::from(r >> l & 1 != 0);
             }
             // SAFETY: the loop wrote the first `len` spare elements of both (`len <= n`, the
@@ -1107,47 +1195,50 @@ impl<T: Real> DenseBlock<T> {
                 part.col.set_len(start + len);
                 part.val.set_len(start + len);
             }
-            part.lens.push(len as i64);
-        }
-        self.done = rows;
+            len
+        };
+        part.lens.push(len as i64);
+        self.next += 1;
         Ok(())
     }
 }
 
-/// Every column `j` of the product of a dense block (`tile [k]`, lanes of rows) with `B` by
-/// columns: `sums[j]` the lanes' sums over the column's entries in order, `reached[j]` the
-/// rows that store some entry's row. Multiplies then adds (never fused), as the row-by-row
-/// product does.
+/// Every column `j` of the product of a dense block (`tile [k * G]`, `G` groups of lanes) with
+/// `B` by columns: `sums[j * G + g]` group `g`'s sums over the column's entries in order,
+/// `reached[j]` the lanes that store some entry's row. Multiplies then adds (never fused), as
+/// the row-by-row product does.
 #[inline(always)]
-fn dense_block_columns_body<T: Real, const FMA: bool>(
-    tile: &[[T; LANES]],
-    marks: &[u16],
+fn dense_block_columns_body<T: Real, const G: usize, const FMA: bool>(
+    tile: &[[T; GROUP]],
+    marks: &[LaneMask],
     ptr: &[i64],
     row: &[i64],
     val: &[T],
-    sums: &mut [[T; LANES]],
-    reached: &mut [u16],
+    sums: &mut [[T; GROUP]],
+    reached: &mut [LaneMask],
 ) {
-    for (j, (sum, hit)) in sums.iter_mut().zip(reached.iter_mut()).enumerate() {
+    for (j, (sum, hit)) in sums.chunks_exact_mut(G).zip(reached.iter_mut()).enumerate() {
         let (s, e) = (ptr[j] as usize, ptr[j + 1] as usize);
-        let mut acc = [T::default(); LANES];
-        let mut any = 0u16;
+        let mut acc = [[T::default(); GROUP]; G];
+        let mut any: LaneMask = 0;
         for (&p, &bv) in row[s..e].iter().zip(&val[s..e]) {
             let p = p as usize;
-            let ap = &tile[p];
-            for l in 0..LANES {
-                acc[l] = acc[l] + ap[l] * bv;
+            let ap = &tile[p * G..p * G + G];
+            for g in 0..G {
+                for l in 0..GROUP {
+                    acc[g][l] = acc[g][l] + ap[g][l] * bv;
+                }
             }
             any |= marks[p];
         }
-        *sum = acc;
+        sum.copy_from_slice(&acc);
         *hit = any;
     }
 }
 
 multiversion! {
     /// [`dense_block_columns_body`] compiled for the best vector extension available.
-    fn dense_block_columns<T: Real>(tile: &[[T; LANES]], marks: &[u16], ptr: &[i64], row: &[i64], val: &[T], sums: &mut [[T; LANES]], reached: &mut [u16]) => dense_block_columns_body
+    fn dense_block_columns<T: Real; const G: usize>(tile: &[[T; GROUP]], marks: &[LaneMask], ptr: &[i64], row: &[i64], val: &[T], sums: &mut [[T; GROUP]], reached: &mut [LaneMask]) => dense_block_columns_body
 }
 
 /// A stable insertion sort of a narrow row's products by column (at most [`NARROW`]).
@@ -1239,57 +1330,77 @@ mod tests {
             let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&val), bits(&v2), "{what}: values");
         }
-        let (m, k, n) = (53, 40, 37);
-        // Rows 0..32 dense (about half of k), 32..48 sparse, 48..53 dense again (a partial chunk).
-        let mut s = 7u64;
-        let mut next = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) as usize
-        };
-        let (mut ap, mut ai) = (vec![0i64], vec![]);
-        for i in 0..m {
-            let keep = if (32..48).contains(&i) { 10 } else { 2 };
+        // Dense rows (about half of k; every fourth one whole) with sparse rows (two entries)
+        // and empty rows between them, and two dense rows with a repeated column (row by row),
+        // one of them with k entries:
+        // one group of lanes (m = 21) and several (a block's lanes in up to four groups, the
+        // last partial).
+        for m in [21, 2 * LANES + 21] {
+            let (k, n) = (40, 37);
+            let mut s = 7u64;
+            let mut next = || {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (s >> 33) as usize
+            };
+            let (mut ap, mut ai) = (vec![0i64], vec![]);
+            for i in 0..m {
+                match i % 5 {
+                    2 => ai.extend([3, 17]),
+                    4 => {}
+                    _ if i % 4 == 0 => ai.extend(0..k as i64),
+                    _ => ai.extend((0..k as i64).filter(|_| next() % 2 == 0)),
+                }
+                if i == 8 {
+                    // k entries, not 0..k: column k - 2 twice.
+                    ai.pop();
+                    ai.push(k as i64 - 2);
+                }
+                if i == 13 {
+                    ai.push(*ai.last().unwrap_or(&0));
+                }
+                ap.push(ai.len() as i64);
+            }
+            // The last four columns of B stored in one row each: lanes whose row does not store
+            // that row's column do not reach them.
+            let (mut bp, mut bi) = (vec![0i64], vec![]);
             for p in 0..k {
-                if next() % keep == 0 {
-                    ai.push(p as i64);
+                for j in 0..n {
+                    if if j + 4 >= n { p == j + 4 - n } else { next() % 3 == 0 } {
+                        bi.push(j as i64);
+                    }
                 }
+                bp.push(bi.len() as i64);
             }
-            if i == 40 {
-                // A repeated column: that chunk goes row by row.
-                ai.push(*ai.last().unwrap_or(&0));
-            }
-            ap.push(ai.len() as i64);
+            let av: Vec<f64> = (0..ai.len()).map(|_| (next() % 1000) as f64 / 7.0 - 70.0).collect();
+            let mut bv: Vec<f64> = (0..bi.len()).map(|_| (next() % 1000) as f64 / 3.0 - 150.0).collect();
+            let a = CsrPattern::new(&ap[..], &ai[..], k).unwrap();
+            let b = CsrPattern::new(&bp[..], &bi[..], n).unwrap();
+            assert!(dense_blocks_pay(a, b, &bv), "the test reaches the dense blocks");
+            let mut block = DenseBlock::default();
+            let end = block.gather(a, &av, &Columns::of(b, &bv), 0..m);
+            let want: Vec<usize> =
+                (0..end).filter(|&i| i % 5 < 2 || i % 5 == 3).filter(|&i| i != 8 && i != 13).collect();
+            assert_eq!(block.rows, want, "m = {m}: the dense rows are the lanes, the others skipped");
+            assert_eq!(block.rows.len(), LANES.min(want.len()));
+            assert!(
+                block.full != 0 && block.full != LaneMask::MAX,
+                "lanes that reach every column and lanes that do not"
+            );
+            check(a, &av, b, &bv, "f64");
+            let (af, bf): (Vec<f32>, Vec<f32>) =
+                (av.iter().map(|&v| v as f32).collect(), bv.iter().map(|&v| v as f32).collect());
+            check(a, &af, b, &bf, "f32");
+            // Zeros stored in A and B, and an exact cancellation.
+            let mut az = av.clone();
+            az[3] = 0.0;
+            az[5] = -0.0;
+            bv[2] = 0.0;
+            check(a, &az, b, &bv, "stored zeros");
+            // An infinity in B: row by row only (a dense block would multiply it by zeros).
+            bv[7] = f64::INFINITY;
+            assert!(!dense_blocks_pay(a, b, &bv));
+            check(a, &av, b, &bv, "infinite B");
         }
-        let (mut bp, mut bi) = (vec![0i64], vec![]);
-        for _ in 0..k {
-            for j in 0..n {
-                if next() % 3 == 0 {
-                    bi.push(j as i64);
-                }
-            }
-            bp.push(bi.len() as i64);
-        }
-        let av: Vec<f64> = (0..ai.len()).map(|_| (next() % 1000) as f64 / 7.0 - 70.0).collect();
-        let mut bv: Vec<f64> = (0..bi.len()).map(|_| (next() % 1000) as f64 / 3.0 - 150.0).collect();
-        let a = CsrPattern::new(&ap[..], &ai[..], k).unwrap();
-        let b = CsrPattern::new(&bp[..], &bi[..], n).unwrap();
-        assert!(dense_blocks_pay(a, b, &bv), "the test reaches the dense blocks");
-        assert!(dense_chunk(a, 0..16) && dense_chunk(a, 48..53), "dense rows go through dense blocks");
-        assert!(!dense_chunk(a, 32..40) && !dense_chunk(a, 40..41), "sparse and repeated-column rows do not");
-        check(a, &av, b, &bv, "f64");
-        let (af, bf): (Vec<f32>, Vec<f32>) =
-            (av.iter().map(|&v| v as f32).collect(), bv.iter().map(|&v| v as f32).collect());
-        check(a, &af, b, &bf, "f32");
-        // Zeros stored in A and B, and an exact cancellation.
-        let mut az = av.clone();
-        az[3] = 0.0;
-        az[5] = -0.0;
-        bv[2] = 0.0;
-        check(a, &az, b, &bv, "stored zeros");
-        // An infinity in B: row by row only (a dense block would multiply it by zeros).
-        bv[7] = f64::INFINITY;
-        assert!(!dense_blocks_pay(a, b, &bv));
-        check(a, &av, b, &bv, "infinite B");
     }
 
     /// Products, symbolic and numeric, against dense references; narrow and wide rows, scans

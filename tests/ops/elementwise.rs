@@ -395,13 +395,13 @@ fn check_two(
 
 #[test]
 fn gradcheck_sparse_sparse_ops() {
-    for (ln, l) in grad_templates(20) {
-        for (rn, r) in grad_templates(21) {
-            let name = format!("{ln} op {rn}");
-            check_two(&l, &r, &format!("{name} add"), |x, y| x.add(&y).to_dense());
-            check_two(&l, &r, &format!("{name} sub"), |x, y| x.sub(&y).to_dense());
-            check_two(&l, &r, &format!("{name} mul"), |x, y| x.mul(&y).to_dense());
-        }
+    let (left, right) = (grad_templates(20), grad_templates(21));
+    for (i, j) in template_pairs(left.len()) {
+        let ((ln, l), (rn, r)) = (&left[i], &right[j]);
+        let name = format!("{ln} op {rn}");
+        check_two(l, r, &format!("{name} add"), |x, y| x.add(&y).to_dense());
+        check_two(l, r, &format!("{name} sub"), |x, y| x.sub(&y).to_dense());
+        check_two(l, r, &format!("{name} mul"), |x, y| x.mul(&y).to_dense());
     }
 }
 
