@@ -35,31 +35,44 @@ pub fn dev() -> Device {
     }
 }
 
+/// Whether the tests run on burn's wgpu device (`SPARSEGRAD_TEST_DEVICE=wgpu`; lavapipe in CI,
+/// which runs every launch as a CPU shader).
+pub fn on_wgpu() -> bool {
+    matches!(std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref(), Ok("wgpu"))
+}
+
 /// The float dtypes of `all` that the test device stores: wgpu has no bf16.
 pub fn stored_dtypes<const N: usize>(all: [DType; N]) -> Vec<DType> {
-    let bf16 = !matches!(std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref(), Ok("wgpu"));
+    let bf16 = !on_wgpu();
     all.into_iter().filter(|&d| bf16 || d != DType::BF16).collect()
 }
 
 /// The float dtypes of `all` in which the test device's transcendental functions (burn's `exp`,
 /// `pow`, `asin`, `tanh`, ...) are exact: WGSL has them for f32 alone, so wgpu drops f64.
 pub fn transcendental_dtypes<const N: usize>(all: [DType; N]) -> Vec<DType> {
-    let f64_math = !matches!(std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref(), Ok("wgpu"));
+    let f64_math = !on_wgpu();
     all.into_iter().filter(|&d| f64_math || d != DType::F64).collect()
 }
 
 /// The pairs `(i, j)` of `n` operand templates a two-operand test crosses: all `n²` on the
-/// host; on wgpu, whose every launch lavapipe runs as a CPU shader, each template on each side
-/// beside itself and its neighbour (`2n` pairs): every layout still meets the device's
-/// kernels as either operand. (Crossing all 25 pairs of five layouts in the three
-/// gradchecks of `elementwise::gradcheck_sparse_sparse_ops` took 500 s of the 1,700 s of the
-/// ops suite there.)
+/// host; on wgpu, each template on each side beside itself and its neighbour (`2n` pairs):
+/// every layout still meets the device's kernels as either operand. (Crossing all 25 pairs of
+/// five layouts in the three gradchecks of `elementwise::gradcheck_sparse_sparse_ops` took 500 s
+/// of the 1,700 s of the ops suite there.)
 pub fn template_pairs(n: usize) -> Vec<(usize, usize)> {
-    if matches!(std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref(), Ok("wgpu")) {
+    if on_wgpu() {
         (0..n).flat_map(|i| [(i, i), (i, (i + 1) % n)]).filter(|&(i, j)| i == j || n > 1).collect()
     } else {
         (0..n).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
     }
+}
+
+/// Whether a test runs case `case` of a nested loop on the test device: every case on the host;
+/// on wgpu, one in `stride`. A test passes the sum of its loop indices as `case`, so the cases
+/// kept shift with each index: every value of one index still meets several of the others (the
+/// longest product tests crossed every layout with every dtype and shape there).
+pub fn device_keeps(case: usize, stride: usize) -> bool {
+    !on_wgpu() || case.is_multiple_of(stride)
 }
 
 /// [`dev`] with autodiff.
