@@ -187,11 +187,10 @@ pub struct CscPattern {
 impl CscPattern {
     /// The CSC view of `a`.
     pub fn of<I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>) -> Self {
-        let (ccol, row, perm) = transpose_with(a, |j| j as i64);
-        let mut inv = vec![0i64; perm.len()];
-        for (p, &j) in perm.iter().enumerate() {
-            inv[j as usize] = p as i64;
-        }
+        // The inverse permutation is written as the entries are placed, in CSR order: inverted
+        // after, from the permutation, its writes jumped a row's length apart within a column.
+        let (ccol, row, perm, inv) = transpose_placed(a, |j| j as i64, true);
+        let inv = inv.expect("asked for");
         Self { ccol, row, perm, inv, nrows: a.nrows() }
     }
 
@@ -300,6 +299,17 @@ pub(crate) fn transpose_with<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(
     a: CsrPattern<'_, I, J>,
     value: impl Fn(usize) -> T + Sync,
 ) -> (Vec<i64>, Vec<i64>, Vec<T>) {
+    let (ccol, row, tval, _) = transpose_placed(a, value, false);
+    (ccol, row, tval)
+}
+
+/// [`transpose_with`], and with `inverse` the place in column order of each entry `j` (in
+/// CSR order), written as the entries are placed.
+fn transpose_placed<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    value: impl Fn(usize) -> T + Sync,
+    inverse: bool,
+) -> (Vec<i64>, Vec<i64>, Vec<T>, Option<Vec<i64>>) {
     let (nnz, k) = (a.nnz(), a.ncols());
     let tasks = if nnz >= crate::algebra::PARALLEL_MIN { rayon::current_num_threads().clamp(1, 8) } else { 1 };
     let cuts = a.row_blocks(tasks);
@@ -325,9 +335,14 @@ pub(crate) fn transpose_with<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(
     }
     ccol[k] = running as i64;
     assert_eq!(running, nnz, "the row blocks cover every entry");
+    if hists.len() == 1 && k >= BUCKETS_FROM_COLUMNS && [a.nrows(), k, nnz].iter().all(|&v| u32::try_from(v).is_ok()) {
+        let (row, tval, inv) = scatter_by_buckets(a, &value, &ccol, inverse);
+        return (ccol, row, tval, inv);
+    }
     let mut row: Vec<i64> = Vec::with_capacity(nnz);
     let mut tval: Vec<T> = Vec::with_capacity(nnz);
-    let (rp, vp) = (SendPtr(row.as_mut_ptr()), SendPtr(tval.as_mut_ptr()));
+    let mut inv: Vec<i64> = Vec::with_capacity(if inverse { nnz } else { 0 });
+    let (rp, vp, ip) = (SendPtr(row.as_mut_ptr()), SendPtr(tval.as_mut_ptr()), SendPtr(inv.as_mut_ptr()));
     cuts.par_windows(2).zip(hists.par_iter_mut()).for_each(|(w, next)| {
         for r in w[0]..w[1] {
             for j in a.row(r) {
@@ -341,15 +356,88 @@ pub(crate) fn transpose_with<T: Copy + Send + Sync, I: IndexElem, J: IndexElem>(
                     rp.at(p).write(r as i64);
                     vp.at(p).write(value(j));
                 }
+                if inverse {
+                    // SAFETY: `j < nnz` is an entry of this block's rows (blocks partition the
+                    // entries), and `inv` holds `nnz` elements when `inverse`.
+                    unsafe { ip.at(j).write(p as i64) };
+                }
             }
         }
     });
-    // SAFETY: every one of the nnz slots was written above.
+    // SAFETY: every one of the nnz slots was written above, and with `inverse` every entry's
+    // place.
+    unsafe {
+        row.set_len(nnz);
+        tval.set_len(nnz);
+        if inverse {
+            inv.set_len(nnz);
+        }
+    }
+    (ccol, row, tval, inverse.then_some(inv))
+}
+
+/// Columns from which a transpose in one block scatters in two passes ([`scatter_by_buckets`]).
+/// One pass writes a stream per column, and a few hundred streams outgrow the L1 cache; where
+/// the columns start a power of two apart (every column of a DNN layer holds 32 entries), a
+/// row's entries fall in one cache set. Measured on a 1024 x 1024 layer of 32 entries a row
+/// with its columns 32 apart, the whole CSC view (with the inverse permutation written as the
+/// entries are placed): 0.65-0.8 ms in one pass, 0.45-0.55 ms in two, on a busy host.
+const BUCKETS_FROM_COLUMNS: usize = 256;
+
+/// The scatter of [`transpose_with`] for one block, in two passes of about `sqrt(k)` write
+/// streams each: the entries go to buckets of about `sqrt(k)` columns as `(column, row,
+/// entry)` records (in row order), then each bucket's records go to their columns. Stable:
+/// each column's entries keep their row order. `ccol` is the pattern's column pointers; rows,
+/// columns and entries fit 32 bits.
+fn scatter_by_buckets<T: Copy, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'_, I, J>,
+    value: &impl Fn(usize) -> T,
+    ccol: &[i64],
+    inverse: bool,
+) -> (Vec<i64>, Vec<T>, Option<Vec<i64>>) {
+    let (nnz, k) = (a.nnz(), a.ncols());
+    let shift = k.next_power_of_two().trailing_zeros().div_ceil(2);
+    // Bucket `b`'s records start `b * SKEW` records past its columns' first slot: where the
+    // buckets hold equal counts, a power of two apart, their write streams would share the
+    // cache sets (and the 4 KB page offsets); 5 records are 60 bytes.
+    const SKEW: usize = 5;
+    let buckets = k.div_ceil(1 << shift);
+    let area = |b: usize| ccol[(b << shift).min(k)] as usize + b * SKEW;
+    let mut next: Vec<usize> = (0..buckets).map(area).collect();
+    let mut records = vec![[0u32; 3]; nnz + buckets * SKEW];
+    for r in 0..a.nrows() {
+        for j in a.row(r) {
+            let c = a.col(j);
+            let slot = &mut next[c >> shift];
+            // Every column, row and entry fits 32 bits (the caller's check).
+            records[*slot] = [c as u32, r as u32, j as u32];
+            *slot += 1;
+        }
+    }
+    let mut next: Vec<usize> = ccol[..k].iter().map(|&p| p as usize).collect();
+    let mut row: Vec<i64> = Vec::with_capacity(nnz);
+    let mut tval: Vec<T> = Vec::with_capacity(nnz);
+    let mut inv = if inverse { vec![0i64; nnz] } else { Vec::new() };
+    {
+        let (rs, vs) = (&mut row.spare_capacity_mut()[..nnz], &mut tval.spare_capacity_mut()[..nnz]);
+        for &[c, r, j] in (0..buckets).flat_map(|b| &records[area(b)..area(b + 1) - SKEW]) {
+            let slot = &mut next[c as usize];
+            rs[*slot].write(r as i64);
+            vs[*slot].write(value(j as usize));
+            if inverse {
+                inv[j as usize] = *slot as i64;
+            }
+            *slot += 1;
+        }
+    }
+    // SAFETY: the records are the pattern's entries, each once; the slots of column `c` run
+    // from `ccol[c]` over its count of entries, so they partition `0..nnz` and every slot
+    // was written above (an index out of the spare room would have panicked).
     unsafe {
         row.set_len(nnz);
         tval.set_len(nnz);
     }
-    (ccol, row, tval)
+    (row, tval, inverse.then_some(inv))
 }
 
 /// A raw pointer tasks write through at disjoint positions.
@@ -407,5 +495,72 @@ mod tests {
         let back = t.as_csr();
         assert_eq!((back.nrows(), back.ncols(), back.nnz()), (3, 3, 5));
         assert_eq!(a.row_blocks(2), vec![0, 1, 3]);
+    }
+
+    /// Every route of the transpose against a reference stable sort: one block in one pass (few
+    /// columns), one block in two passes by buckets (a DNN-like layer whose columns all hold
+    /// the same count, a power of two apart, and a random pattern with repeated columns and
+    /// empty rows and columns), and parallel blocks; the inverse permutation on each.
+    #[test]
+    fn every_route_of_the_transpose_is_the_stable_sort() {
+        fn check(ptr: &[i64], idx: &[i64], k: usize, what: &str) {
+            let a = CsrPattern::new(ptr, idx, k).unwrap();
+            let mut want: Vec<(i64, usize, usize)> = Vec::new();
+            for r in 0..a.nrows() {
+                want.extend(a.row(r).map(|j| (idx[j], r, j)));
+            }
+            want.sort_by_key(|&(c, _, _)| c);
+            let t = a.transpose();
+            let mut ccol = vec![0i64; k + 1];
+            for &(c, _, _) in &want {
+                ccol[c as usize + 1] += 1;
+            }
+            for c in 0..k {
+                ccol[c + 1] += ccol[c];
+            }
+            assert_eq!(t.ccol(), &ccol[..], "{what}: column pointers");
+            assert_eq!(t.row(), &want.iter().map(|w| w.1 as i64).collect::<Vec<_>>()[..], "{what}: rows");
+            assert_eq!(t.perm(), &want.iter().map(|w| w.2 as i64).collect::<Vec<_>>()[..], "{what}: perm");
+            for (p, &j) in t.perm().iter().enumerate() {
+                assert_eq!(t.inv()[j as usize], p as i64, "{what}: inverse at {j}");
+            }
+            let (_, rows, vals) = transpose_with(a, |j| j as f32 * 0.5);
+            assert_eq!(rows, t.row(), "{what}: transpose_with rows");
+            assert!(vals.iter().zip(t.perm()).all(|(&v, &j)| v == j as f32 * 0.5), "{what}: values follow");
+        }
+        let mut s = 11u64;
+        let mut next = |bound: usize| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) as usize % bound
+        };
+        let mut random = |m: usize, k: usize, deg: usize| {
+            let (mut ptr, mut idx) = (vec![0i64], Vec::new());
+            for r in 0..m {
+                if r % 7 != 3 {
+                    let mut row: Vec<i64> = (0..next(2 * deg + 1)).map(|_| next(k - k / 4) as i64).collect();
+                    row.sort_unstable();
+                    idx.extend(row);
+                }
+                ptr.push(idx.len() as i64);
+            }
+            (ptr, idx)
+        };
+        let (p, i) = random(300, 40, 5);
+        check(&p, &i, 40, "one pass");
+        let (p, i) = random(500, 1000, 8);
+        assert!(i.len() < crate::algebra::PARALLEL_MIN);
+        check(&p, &i, 1000, "buckets, random");
+        let (p, i) = random(9000, 3000, 9);
+        assert!(i.len() >= crate::algebra::PARALLEL_MIN);
+        check(&p, &i, 3000, "parallel blocks");
+        // 1024 x 1024, 32 entries a row 32 columns apart: every column holds 32.
+        let (mut p, mut i) = (vec![0i64], Vec::new());
+        for r in 0..1024 {
+            let mut row: Vec<i64> = (0..32).map(|t| ((r + 32 * t + 7) % 1024) as i64).collect();
+            row.sort_unstable();
+            i.extend(row);
+            p.push(i.len() as i64);
+        }
+        check(&p, &i, 1024, "buckets, a DNN layer");
     }
 }

@@ -32,6 +32,10 @@
 //! terms are the row-by-row product's, in its order, plus products of the block's zeros, which
 //! leave every sum as it is. The rows are written out as the walk of the row block reaches them.
 //!
+//! Where each entry of `B` is read twice or more on average, the one pass first copies `B`
+//! with each entry's column, in 32 bits, beside its value (`PackedB`): a row of `B` read at
+//! random is then one run of lines instead of two (8 bytes an entry for f32 instead of 12).
+//!
 //! Rows run in parallel in blocks balanced by product count. Each output value sums its
 //! products from zero in the order of `A`'s row entries, then of `B`'s row entries, whatever
 //! the block cuts, the accumulator or the pass: results are bit-identical across runs, thread
@@ -263,20 +267,123 @@ const AHEAD: usize = 8;
 
 /// Prefetches what entry `q + AHEAD` of `A` will read of `B` (and the pointers of `q + 2 AHEAD`).
 #[inline(always)]
-fn prefetch_b<T, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, b: CsrPattern<'_, I, J>, bval: &[T], q: usize) {
-    let (acol, bptr) = (a.idx(), b.ptr());
+fn prefetch_b<T, J: IndexElem, B: RowsOfB<T>>(acol: &[J], b: &B, q: usize) {
     if let Some(p) = acol.get(q + 2 * AHEAD) {
-        prefetch(bptr.as_ptr().wrapping_add(p.to_i64() as usize));
+        b.prefetch_pointer(p.to_i64() as usize);
     }
     if let Some(p) = acol.get(q + AHEAD) {
-        let p = p.to_i64() as usize;
-        // The row's first and last entries: a row of ten 8-byte columns spans two lines in
-        // most places, and the line after the first is not fetched for us.
-        let (s, e) = (b.start(p), b.start(p + 1).max(1) - 1);
-        prefetch(b.idx().as_ptr().wrapping_add(s));
-        prefetch(bval.as_ptr().wrapping_add(s));
-        prefetch(b.idx().as_ptr().wrapping_add(e));
-        prefetch(bval.as_ptr().wrapping_add(e));
+        b.prefetch_row(p.to_i64() as usize);
+    }
+}
+
+/// The rows of `B` as the products read them: each entry's column and value.
+trait RowsOfB<T>: Sync {
+    /// A row's entries, in `B`'s order.
+    type Row<'s>: Iterator<Item = (usize, T)>
+    where
+        Self: 's;
+    /// Row `p`'s entries.
+    fn row(&self, p: usize) -> Self::Row<'_>;
+    /// Prefetches row `p`'s pointers.
+    fn prefetch_pointer(&self, p: usize);
+    /// Prefetches the lines holding row `p`'s first and last entries: a row of ten entries
+    /// spans two lines in most places, and the line after the first is not fetched for us.
+    fn prefetch_row(&self, p: usize);
+}
+
+/// `B` as given: its pattern and one value per entry (the values may be the columns again,
+/// for the passes that need no values).
+#[derive(Clone, Copy)]
+struct PlainB<'a, I, J, V> {
+    b: CsrPattern<'a, I, J>,
+    val: &'a [V],
+}
+
+impl<I: IndexElem, J: IndexElem, V: Copy + Sync> RowsOfB<V> for PlainB<'_, I, J, V> {
+    type Row<'s>
+        =
+        core::iter::Map<core::iter::Zip<core::slice::Iter<'s, J>, core::slice::Iter<'s, V>>, fn((&J, &V)) -> (usize, V)>
+    where
+        Self: 's;
+
+    #[inline(always)]
+    fn row(&self, p: usize) -> Self::Row<'_> {
+        let r = self.b.row(p);
+        self.b.idx()[r.clone()].iter().zip(&self.val[r]).map(|(c, &v)| (c.to_i64() as usize, v))
+    }
+
+    #[inline(always)]
+    fn prefetch_pointer(&self, p: usize) {
+        prefetch(self.b.ptr().as_ptr().wrapping_add(p));
+    }
+
+    #[inline(always)]
+    fn prefetch_row(&self, p: usize) {
+        let (s, e) = (self.b.start(p), self.b.start(p + 1).max(1) - 1);
+        prefetch(self.b.idx().as_ptr().wrapping_add(s));
+        prefetch(self.val.as_ptr().wrapping_add(s));
+        prefetch(self.b.idx().as_ptr().wrapping_add(e));
+        prefetch(self.val.as_ptr().wrapping_add(e));
+    }
+}
+
+/// An entry of [`PackedB`]: its column (`n` fits 32 bits) beside its value.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Entry<T> {
+    col: u32,
+    val: T,
+}
+
+/// `B` with each entry's column and value side by side, the columns in 32 bits: a row read
+/// at random costs one stream of lines instead of two, a third as many bytes for f32
+/// (`i64` columns and f32 values took 12 bytes an entry, here 8).
+struct PackedB<'a, I, T> {
+    ptr: &'a [I],
+    ent: Vec<Entry<T>>,
+}
+
+impl<'a, I: IndexElem, T: Real> PackedB<'a, I, T> {
+    /// `b` packed, or `None` where its columns do not fit 32 bits; the error when the copy
+    /// cannot be had.
+    fn of<J: IndexElem>(b: CsrPattern<'a, I, J>, bval: &[T]) -> Result<Option<Self>> {
+        if u32::try_from(b.ncols()).is_err() {
+            return Ok(None);
+        }
+        let mut ent = try_vec(b.nnz(), "spgemm: B packed")?;
+        // Every column lies in `0..ncols` (a checked pattern), which fits 32 bits.
+        b.idx()
+            .par_iter()
+            .zip(bval)
+            .with_min_len(1 << 14)
+            .map(|(c, &val)| Entry { col: c.to_i64() as u32, val })
+            .collect_into_vec(&mut ent);
+        Ok(Some(Self { ptr: b.ptr(), ent }))
+    }
+}
+
+impl<I: IndexElem, T: Real> RowsOfB<T> for PackedB<'_, I, T> {
+    type Row<'s>
+        = core::iter::Map<core::slice::Iter<'s, Entry<T>>, fn(&Entry<T>) -> (usize, T)>
+    where
+        Self: 's;
+
+    #[inline(always)]
+    fn row(&self, p: usize) -> Self::Row<'_> {
+        let (s, e) = (self.ptr[p].to_i64() as usize, self.ptr[p + 1].to_i64() as usize);
+        self.ent[s..e].iter().map(|e| (e.col as usize, e.val))
+    }
+
+    #[inline(always)]
+    fn prefetch_pointer(&self, p: usize) {
+        prefetch(self.ptr.as_ptr().wrapping_add(p));
+    }
+
+    #[inline(always)]
+    fn prefetch_row(&self, p: usize) {
+        let (s, e) = (self.ptr[p].to_i64() as usize, self.ptr[p + 1].to_i64() as usize);
+        prefetch(self.ent.as_ptr().wrapping_add(s));
+        prefetch(self.ent.as_ptr().wrapping_add(e.max(1) - 1));
     }
 }
 
@@ -389,7 +496,7 @@ fn row_columns<I: IndexElem, J: IndexElem, T, const EMIT: bool>(
     let (mut lo, mut hi) = (usize::MAX, 0usize);
     for q in a.row(i) {
         if products > NARROW {
-            prefetch_b(a, b, bcol, q);
+            prefetch_b(a.idx(), &PlainB { b, val: bcol }, q);
         }
         for r in b.row(a.col(q)) {
             let j = bcol[r].to_i64() as usize;
@@ -471,7 +578,7 @@ pub fn spgemm_numeric<T: Real, I: IndexElem, J: IndexElem>(
                         words[j >> 6] |= 1u64 << (j & 63);
                     }
                     for q in a.row(i) {
-                        prefetch_b(a, b, bval, q);
+                        prefetch_b(acol, &PlainB { b, val: bval }, q);
                         let (p, av) = (acol[q].to_i64() as usize, aval[q]);
                         for r in b.row(p) {
                             let j = bcol[r].to_i64() as usize;
@@ -692,27 +799,46 @@ pub fn spgemm<T: Real, I: IndexElem, J: IndexElem>(
     let columns = columns.as_ref();
     let cuts = if columns.is_some() { dense_row_blocks(&work) } else { blocks(&work) };
     // The blocks keep their columns in 32 bits where they fit: a third fewer bytes written
-    // and copied.
-    if u32::try_from(n).is_ok() {
+    // and copied. `B` is packed where its rows are read often enough to pay for the copy.
+    let products = *work.last().expect("m + 1 entries");
+    let packed = if products >= PACK_READS.saturating_mul(b.nnz() as i64) { PackedB::of(b, bval)? } else { None };
+    if let Some(packed) = packed {
         let parts: Vec<Part<T, u32>> = cuts
             .par_windows(2)
-            .map(|w| with_workspace::<T, _>(n, |ws| product_rows(a, aval, b, bval, w[0]..w[1], &work, columns, ws)))
+            .map(|w| with_workspace::<T, _>(n, |ws| product_rows(a, aval, &packed, n, w[0]..w[1], &work, columns, ws)))
             .collect::<Result<_>>()?;
-        gather_parts(m, &parts, |src, dst| {
-            for (d, &c) in dst.iter_mut().zip(src) {
-                d.write(c as i64);
-            }
-        })
+        gather_parts(m, &parts, widen_u32)
+    } else if u32::try_from(n).is_ok() {
+        let plain = PlainB { b, val: bval };
+        let parts: Vec<Part<T, u32>> = cuts
+            .par_windows(2)
+            .map(|w| with_workspace::<T, _>(n, |ws| product_rows(a, aval, &plain, n, w[0]..w[1], &work, columns, ws)))
+            .collect::<Result<_>>()?;
+        gather_parts(m, &parts, widen_u32)
     } else {
+        let plain = PlainB { b, val: bval };
         let parts: Vec<Part<T, i64>> = cuts
             .par_windows(2)
-            .map(|w| with_workspace::<T, _>(n, |ws| product_rows(a, aval, b, bval, w[0]..w[1], &work, columns, ws)))
+            .map(|w| with_workspace::<T, _>(n, |ws| product_rows(a, aval, &plain, n, w[0]..w[1], &work, columns, ws)))
             .collect::<Result<_>>()?;
         gather_parts(m, &parts, |src, dst| {
             for (d, &c) in dst.iter_mut().zip(src) {
                 d.write(c);
             }
         })
+    }
+}
+
+/// Reads of each entry of `B` on average (products over `nnz(B)`) from which [`spgemm`] packs
+/// `B`: the copy is one more read of each entry (and a write of 8 bytes), paid back where the
+/// rows are read again. Measured on the square of `powerlaw(100000, 10)` (ten reads an entry),
+/// packed ran about 10 % faster with one thread or two; so did 4096 x 4096 at 1 % squared.
+const PACK_READS: i64 = 2;
+
+/// Part columns in 32 bits widened into the output's.
+fn widen_u32(src: &[u32], dst: &mut [MaybeUninit<i64>]) {
+    for (d, &c) in dst.iter_mut().zip(src) {
+        d.write(c as i64);
     }
 }
 
@@ -778,18 +904,18 @@ impl PartIndex for i64 {
 /// Rows `rows` of `A · B` into a [`Part`], with this thread's clear scratch (left clear).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn product_rows<T: Real, I: IndexElem, J: IndexElem, C: PartIndex>(
+fn product_rows<T: Real, I: IndexElem, J: IndexElem, B: RowsOfB<T>, C: PartIndex>(
     a: CsrPattern<'_, I, J>,
     aval: &[T],
-    b: CsrPattern<'_, I, J>,
-    bval: &[T],
+    b: &B,
+    n: usize,
     rows: Range<usize>,
     work: &[i64],
     columns: Option<&Columns<T>>,
     ws: Rows<'_, T>,
 ) -> Result<Part<T, C>> {
     let Rows { marks, mut bits, acc } = ws;
-    let (acol, bcol, n) = (a.idx(), b.idx(), b.ncols());
+    let acol = a.idx();
     let words = n.div_ceil(64);
     let products = (work[rows.end] - work[rows.start]) as usize;
     // Room for the block's products, up to its share of a dense result; a wider guess only
@@ -820,8 +946,8 @@ fn product_rows<T: Real, I: IndexElem, J: IndexElem, C: PartIndex>(
             let mut len = 0;
             for q in a.row(i) {
                 let av = aval[q];
-                for r in b.row(a.col(q)) {
-                    prods[len] = (bcol[r].to_i64() as usize, av * bval[r]);
+                for (j, v) in b.row(a.col(q)) {
+                    prods[len] = (j, av * v);
                     len += 1;
                 }
             }
@@ -857,11 +983,9 @@ fn product_rows<T: Real, I: IndexElem, J: IndexElem, C: PartIndex>(
                 // The scan covers all of `0..n` (no bounds kept per product): at least two
                 // products per column pay for it.
                 for q in a.row(i) {
-                    prefetch_b(a, b, bval, q);
+                    prefetch_b(acol, b, q);
                     let (p, av) = (acol[q].to_i64() as usize, aval[q]);
-                    let row = b.row(p);
-                    for (c, &v) in bcol[row.clone()].iter().zip(&bval[row]) {
-                        let j = c.to_i64() as usize;
+                    for (j, v) in b.row(p) {
                         marks[j] = 1;
                         acc[j] = acc[j] + av * v;
                     }
@@ -872,21 +996,18 @@ fn product_rows<T: Real, I: IndexElem, J: IndexElem, C: PartIndex>(
                 let (mut lo, mut hi) = (usize::MAX, 0usize);
                 let words_only = matches!(mode, Record::Words);
                 for q in a.row(i) {
-                    prefetch_b(a, b, bval, q);
+                    prefetch_b(acol, b, q);
                     let (p, av) = (acol[q].to_i64() as usize, aval[q]);
-                    let row = b.row(p);
-                    let products = bcol[row.clone()].iter().zip(&bval[row]);
+                    let products = b.row(p);
                     if words_only {
-                        for (c, &v) in products {
-                            let j = c.to_i64() as usize;
+                        for (j, v) in products {
                             bits.set_low(j);
                             acc[j] = acc[j] + av * v;
                             lo = lo.min(j);
                             hi = hi.max(j);
                         }
                     } else {
-                        for (c, &v) in products {
-                            let j = c.to_i64() as usize;
+                        for (j, v) in products {
                             bits.set(j);
                             acc[j] = acc[j] + av * v;
                             lo = lo.min(j);
@@ -1407,6 +1528,8 @@ mod tests {
     /// and sorts (n small and large), duplicate columns in the operands, empty operands.
     #[test]
     fn product_matches_dense_reference() {
+        // Cases with `B` packed (its rows read at least `PACK_READS` times an entry) and not.
+        let mut routes = [0; 2];
         for (m, k, n, da, db, dups) in [
             (30, 20, 25, 3, 4, false),
             (40, 30, 500, 6, 8, true),
@@ -1420,6 +1543,7 @@ mod tests {
             let a = CsrPattern::new(&ap[..], &ai[..], k).unwrap();
             let b = CsrPattern::new(&bp[..], &bi[..], n).unwrap();
             let (crow, col, val) = spgemm(a, &av, b, &bv).unwrap();
+            routes[usize::from(spgemm_products(a, b).unwrap() as i64 >= PACK_READS * b.nnz() as i64)] += 1;
             let c = CsrPattern::new(&crow[..], &col[..], n).unwrap();
             for i in 0..m {
                 let r = &col[c.row(i)];
@@ -1463,6 +1587,7 @@ mod tests {
                 assert_eq!(got[t], if sm[t] { want[t] } else { 0.0 }, "on mask {t}");
             }
         }
+        assert!(routes.iter().all(|&r| r >= 2), "both routes of B, packed and plain: {routes:?}");
     }
 
     /// The gradients against their definitions: `dA = (G Bᵀ)` on A's pattern, `dB = (Aᵀ G)` on
