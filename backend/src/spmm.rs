@@ -23,6 +23,7 @@ use burn::backend::{
 };
 use burn::tensor::{DType, IndexingUpdateOp, Shape, TensorData};
 use sparsegrad_kernels::alloc::out_len;
+use sparsegrad_kernels::on_transposed;
 use sparsegrad_kernels::pattern::CscPattern;
 use sparsegrad_kernels::pattern::TransposeCell;
 use sparsegrad_kernels::spmm::{
@@ -442,8 +443,8 @@ impl SpmmKernels for Flex {
             return with_real(
                 [tvals, y],
                 vec![n, k],
-                |[v, y]| spmm_of_transpose_transposed_out(csc.as_csr(), v, y, n),
-                |[v, y]| spmm_of_transpose_transposed_out(csc.as_csr(), v, y, n),
+                |[v, y]| on_transposed!(csc.as_csr(), |t| spmm_of_transpose_transposed_out(t, v, y, n)),
+                |[v, y]| on_transposed!(csc.as_csr(), |t| spmm_of_transpose_transposed_out(t, v, y, n)),
             )
             .transpose(0, 1);
         }

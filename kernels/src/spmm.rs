@@ -558,7 +558,7 @@ pub fn spmm_t<T: Real, I: IndexElem, J: IndexElem>(a: CsrPattern<'_, I, J>, val:
 pub fn spmm_t_with<T: Real>(csc: &CscPattern, val: &[T], g: &[T], n: usize) -> Vec<T> {
     assert_eq!(val.len(), csc.nnz(), "spmm_t: one value per stored entry");
     let tval = Scratch::gathered(val, csc.perm());
-    spmm(csc.as_csr(), tval.get(), g, n)
+    crate::on_transposed!(csc.as_csr(), |at| spmm(at, tval.get(), g, n))
 }
 
 /// `val` (one value per entry of the CSR pattern `csc` transposes) in the view's column order:
@@ -582,7 +582,7 @@ pub fn gather_column_values<T: Real>(csc: &CscPattern, val: &[T]) -> Vec<T> {
 /// # Panics
 /// If `tval` does not hold one value per entry or `g` is not `[m, n]`.
 pub fn spmm_t_gathered<T: Real>(csc: &CscPattern, tval: &[T], g: &[T], n: usize) -> Vec<T> {
-    spmm(csc.as_csr(), tval, g, n)
+    crate::on_transposed!(csc.as_csr(), |at| spmm(at, tval, g, n))
 }
 
 /// [`spmm_t_gathered`] stored transposed: `(Aᵀ · G)ᵀ = Gᵀ · A`, `out [n, k]` row-major (see
@@ -591,7 +591,7 @@ pub fn spmm_t_gathered<T: Real>(csc: &CscPattern, tval: &[T], g: &[T], n: usize)
 /// # Panics
 /// As [`spmm_t_gathered`].
 pub fn spmm_t_gathered_transposed_out<T: Real>(csc: &CscPattern, tval: &[T], g: &[T], n: usize) -> Vec<T> {
-    spmm_transposed_out(csc.as_csr(), tval, g, n)
+    crate::on_transposed!(csc.as_csr(), |at| spmm_transposed_out(at, tval, g, n))
 }
 
 #[cfg(test)]
@@ -694,6 +694,12 @@ mod tests {
         assert_eq!(spmm_t_with(&p.transpose(), &val, &g, n), matmul(&at, &g, k, m, n));
         let csc = p.transpose();
         assert_eq!(spmm_t_gathered(&csc, &gather_column_values(&csc, &val), &g, n), matmul(&at, &g, k, m, n));
+        // The view's rows in 64 bits, as a pattern of 2^31 rows or more stores them: the same.
+        let wide = p.transpose().widened();
+        assert!(matches!(wide.as_csr(), crate::pattern::TransposedCsr::Wide(_)));
+        assert_eq!(spmm_t_with(&wide, &val, &g, n), matmul(&at, &g, k, m, n));
+        let gt = spmm_t_gathered_transposed_out(&wide, &gather_column_values(&wide, &val), &g, n);
+        assert_eq!(gt, spmm_t_gathered_transposed_out(&csc, &gather_column_values(&csc, &val), &g, n));
         let full = {
             let mut xt = vec![0.0; n * k];
             for i in 0..k {

@@ -357,7 +357,9 @@ fn walk_permuted(
     // SAFETY: the caller runs this on AVX-512 CPUs with `n` a multiple of 64; the permutation
     // covers `dv` (checked by the caller).
     parts.into_par_iter().for_each(|(s0, px)| unsafe {
-        segments_f32_avx512_width(ptr, csc.row(), val, g, x, n, s0, px, Sink::Permuted(csc.perm(), &out))
+        crate::on_transposed!(csc.as_csr(), |t| {
+            segments_f32_avx512_width(ptr, t.idx(), val, g, x, n, s0, px, Sink::Permuted(csc.perm(), &out))
+        })
     });
 }
 
@@ -407,10 +409,7 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(
 ) -> Vec<T> {
     let pattern = match walk {
         Walk::InOrder(a) => (a.nrows(), a.nnz(), a.ncols()),
-        Walk::Transposed(csc) => {
-            let t = csc.as_csr();
-            (t.nrows(), t.nnz(), t.ncols())
-        }
+        Walk::Transposed(csc) => crate::on_transposed!(csc.as_csr(), |t| (t.nrows(), t.nnz(), t.ncols())),
     };
     let (len, nnz, width) = pattern;
     assert_eq!(val.len(), nnz, "spmm backward: one value per stored entry");
@@ -443,7 +442,18 @@ pub fn spmm_backward<T: Real, I: IndexElem, J: IndexElem>(
             let wval = Scratch::gathered(val, csc.perm());
             // SAFETY: the segments cover every entry of the walk; each gradient is written.
             let wdv = unsafe {
-                Scratch::filled(nnz, |wdv| walk_in_order(csc.ccol(), csc.row(), wval.get(), g, x, n, dx, wdv))
+                Scratch::filled(nnz, |wdv| {
+                    crate::on_transposed!(csc.as_csr(), |t| walk_in_order(
+                        t.ptr(),
+                        t.idx(),
+                        wval.get(),
+                        g,
+                        x,
+                        n,
+                        dx,
+                        wdv
+                    ))
+                })
             };
             gather_into(wdv.get(), csc.inv(), dv);
         }
@@ -492,6 +502,11 @@ mod tests {
             let both = spmm_backward(&walk, &val32, &g32, &x32, n);
             assert_eq!(both[..k * n], spmm_t(a, &val32, &g32, n), "f32 dx n={n}");
             assert_eq!(both[k * n..], sddmm(a, &g32, &x32, n), "f32 dv n={n}");
+            // The view's rows in 64 bits (a pattern of 2^31 rows or more): the same gradients.
+            let wide = a.transpose().widened();
+            let both = spmm_backward(&Walk::<i64, i64>::Transposed(&wide), &val, &g, &x, n);
+            assert_eq!(both[..k * n], spmm_t(a, &val, &g, n), "wide dx n={n}");
+            assert_eq!(both[k * n..], sddmm(a, &g, &x, n), "wide dv n={n}");
         }
     }
 
@@ -515,5 +530,8 @@ mod tests {
         let both = spmm_backward(&Walk::<i64, i64>::Transposed(&a.transpose()), &val, &g, &x, n);
         assert_eq!(both[..k * n], spmm_t(a, &val, &g, n));
         assert_eq!(both[k * n..], sddmm(a, &g, &x, n));
+        // The view's rows in 64 bits (a pattern of 2^31 rows or more): the same.
+        let wide = spmm_backward(&Walk::<i64, i64>::Transposed(&a.transpose().widened()), &val, &g, &x, n);
+        assert_eq!(wide, both);
     }
 }

@@ -348,10 +348,11 @@ impl DeviceTranspose {
     /// The view of the host's `t` on `device`, `row` and `perm` in one index type (the kernel
     /// reads both as its `J`).
     fn upload(t: &CscPattern, device: &CubeDevice) -> Self {
-        let narrow = fit_i32(t.row()) && fit_i32(t.perm());
+        let rows = t.rows_to_vec();
+        let narrow = fit_i32(&rows) && fit_i32(t.perm());
         Self {
             ccol: upload_ints(t.ccol().to_vec(), device),
-            row: upload_ints_as(t.row().to_vec(), narrow, device),
+            row: upload_ints_as(rows, narrow, device),
             perm: upload_ints_as(t.perm().to_vec(), narrow, device),
             split: RowSplit::plan(t.ccol(), device),
         }
