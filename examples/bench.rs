@@ -66,6 +66,28 @@ impl Bench {
         t.median
     }
 
+    /// Two rows whose ratio is reported (an op and the route it replaces), timed in turn, the
+    /// order swapped every round, so both see the same state of the machine: timed one after
+    /// the other, a host whose speed drifts between the two batches decides the ratio.
+    fn run_pair<const D: usize>(
+        &self,
+        ops: [&str; 2],
+        workload: &str,
+        reps: usize,
+        flops: Option<f64>,
+        mut f: impl FnMut() -> Tensor<D>,
+        mut g: impl FnMut() -> Tensor<D>,
+    ) {
+        if self.sums {
+            self.run(ops[0], workload, reps, flops, f);
+            self.run(ops[1], workload, reps, flops, g);
+            return;
+        }
+        let [tf, tg] = time_pair(reps, &mut f, &mut g);
+        self.report(ops[0], workload, tf, flops);
+        self.report(ops[1], workload, tg, flops);
+    }
+
     /// One row: the median (and GFLOP/s from it), then min, max and IQR.
     fn report(&self, op: &str, workload: &str, t: Stats, flops: Option<f64>) {
         let ms = t.median;
@@ -142,6 +164,32 @@ fn time<R>(reps: usize, mut f: impl FnMut() -> R) -> Stats {
         })
         .collect();
     Stats::of(ts)
+}
+
+/// [`time`] of two closures in turn (`f` first in even rounds, `g` first in odd ones), after
+/// the warm-up of both.
+fn time_pair<R, S>(reps: usize, mut f: impl FnMut() -> R, mut g: impl FnMut() -> S) -> [Stats; 2] {
+    let warm = Instant::now();
+    std::hint::black_box(f());
+    std::hint::black_box(g());
+    while warm.elapsed().as_secs_f64() < 0.1 {
+        std::hint::black_box(f());
+        std::hint::black_box(g());
+    }
+    let (mut tf, mut tg) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for round in 0..reps {
+        for first in [round % 2 == 0, round % 2 == 1] {
+            let t = Instant::now();
+            if first {
+                std::hint::black_box(f());
+                tf.push(t.elapsed().as_secs_f64() * 1e3);
+            } else {
+                std::hint::black_box(g());
+                tg.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+    }
+    [Stats::of(tf), Stats::of(tg)]
 }
 
 fn ints(v: Vec<i64>, shape: [usize; 2], device: &Device) -> Tensor<2, Int> {
@@ -239,11 +287,17 @@ fn products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64)
     if bench.wants("mm_dense_sparse") {
         // Dense @ sparse, `Y [n, rows] @ A`: `mm_dense_sparse` (A's transposed view, no copy of
         // Aᵀ), and the route a torch user takes, `(Aᵀ Yᵀ)ᵀ` with Aᵀ converted to CSR (its
-        // result left as a transposed view).
+        // result left as a transposed view). Timed in turn: their ratio is a target.
         let y = dense(n, a.rows, xseed + 300, &device);
-        bench.run("mm_dense_sparse", name, 7, Some(flops), || sparse::mm_dense_sparse(y.clone(), &s));
         let st = s.t().to_sparse_csr().expect("transpose");
-        bench.run("mm_dense_sparse_via_t", name, 7, Some(flops), || sparse::mm(&st, y.clone().transpose()).transpose());
+        bench.run_pair(
+            ["mm_dense_sparse", "mm_dense_sparse_via_t"],
+            name,
+            9,
+            Some(flops),
+            || sparse::mm_dense_sparse(y.clone(), &s),
+            || sparse::mm(&st, y.clone().transpose()).transpose(),
+        );
     }
     if bench.wants("mm_fwd_bwd") {
         let ad = Device::flex().autodiff();
