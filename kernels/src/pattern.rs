@@ -203,8 +203,9 @@ pub enum TransposedCsr<'a> {
     Wide(CsrPattern<'a, i64, i64>),
 }
 
-/// Runs `$body` with `$a` bound to the [`TransposedCsr`] `$t`'s pattern, whichever index type
-/// its rows are stored in (the body is compiled for both).
+/// Runs `$body` with `$a` bound to the pattern of `$t`, a
+/// [`TransposedCsr`](crate::pattern::TransposedCsr), whichever index type its rows are stored in
+/// (the body is compiled for both).
 #[macro_export]
 macro_rules! on_transposed {
     ($t:expr, |$a:ident| $body:expr) => {
