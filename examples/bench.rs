@@ -562,8 +562,41 @@ fn linear_fwd_bwd(bench: &Bench, m: usize, k: usize, n: usize) {
     }
 }
 
+/// The CPU's model name, as Linux reports it (`/proc/cpuinfo`), or why it is unknown.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|l| {
+                l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_owned())
+            })
+        })
+        .unwrap_or_else(|| format!("unknown {} CPU", std::env::consts::ARCH))
+}
+
 fn main() {
     let bench = Bench::parse();
+    // The vector path the kernels run (the best this CPU has, or SPARSEGRAD_ISA's), checked
+    // before anything runs: a path the CPU lacks ends the bench here with the reason.
+    let isa = match sparsegrad::kernels::simd::isa_checked() {
+        Ok(isa) => isa,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let supported: Vec<&str> = sparsegrad::kernels::simd::supported().iter().map(|i| i.name()).collect();
+    let first = format!(
+        "path: {isa} (this CPU: {}), CPU: {}, {} threads",
+        supported.join(", "),
+        cpu_model(),
+        rayon::current_num_threads()
+    );
+    if bench.json {
+        println!("{{\"path\":\"{isa}\",\"cpu\":{:?},\"threads\":{}}}", cpu_model(), rayon::current_num_threads());
+    } else {
+        println!("{first}");
+    }
     let kept = std::env::var_os("SPARSEGRAD_BENCH_DEFAULT_MALLOC").is_none() && memory::keep_freed_memory();
     if !bench.json {
         println!(

@@ -19,26 +19,103 @@ pub enum Isa {
     Portable,
 }
 
-/// The best instruction set of this CPU, detected on the first call and kept: every kernel's
-/// choice of variant, and every `unsafe` call of a `target_feature` function, rests on it.
+impl Isa {
+    /// The name `SPARSEGRAD_ISA` takes for this path.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2Fma => "avx2",
+            Isa::Portable => "portable",
+        }
+    }
+
+    /// Every path, best first.
+    pub const ALL: [Isa; 3] = [Isa::Avx512, Isa::Avx2Fma, Isa::Portable];
+}
+
+impl core::fmt::Display for Isa {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The environment variable that picks a path other than the best the CPU has (to measure or
+/// test the AVX2 and portable kernels on an AVX-512 machine): `avx512`, `avx2` or `portable`.
+pub const ISA_VAR: &str = "SPARSEGRAD_ISA";
+
+/// Why `SPARSEGRAD_ISA` cannot be followed: an unknown name, or a path this CPU lacks (running
+/// it would execute instructions the CPU does not have).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsaError {
+    /// The value of the variable.
+    pub requested: String,
+    /// The paths this CPU supports, best first.
+    pub supported: Vec<Isa>,
+}
+
+impl core::fmt::Display for IsaError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let names: Vec<&str> = self.supported.iter().map(|i| i.name()).collect();
+        write!(f, "{ISA_VAR}={:?}: ", self.requested)?;
+        if Isa::ALL.iter().any(|i| i.name() == self.requested.trim()) {
+            write!(f, "this CPU lacks that path")?;
+        } else {
+            write!(f, "not a path (avx512, avx2 or portable)")?;
+        }
+        write!(f, "; this CPU supports {}", names.join(", "))
+    }
+}
+
+impl std::error::Error for IsaError {}
+
+/// The paths this CPU can run, best first (`Portable` always).
+pub fn supported() -> Vec<Isa> {
+    let mut paths = Vec::with_capacity(3);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+        if avx2 && std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
+            paths.push(Isa::Avx512);
+        }
+        if avx2 {
+            paths.push(Isa::Avx2Fma);
+        }
+    }
+    paths.push(Isa::Portable);
+    paths
+}
+
+/// The path `SPARSEGRAD_ISA` asks for, checked against the CPU; the best the CPU has where the
+/// variable is unset or empty.
+pub fn select(requested: Option<&str>) -> Result<Isa, IsaError> {
+    let supported = supported();
+    match requested.map(str::trim).filter(|r| !r.is_empty()) {
+        None => Ok(supported[0]),
+        Some(name) => supported
+            .iter()
+            .copied()
+            .find(|i| i.name() == name)
+            .ok_or_else(|| IsaError { requested: name.to_owned(), supported }),
+    }
+}
+
+/// [`select`] on the process's `SPARSEGRAD_ISA`: what a program calls at start, to report a
+/// path the CPU lacks as an error before any kernel runs.
+pub fn isa_checked() -> Result<Isa, IsaError> {
+    select(std::env::var(ISA_VAR).ok().as_deref())
+}
+
+/// The path every kernel runs, chosen on the first call and kept: every kernel's choice of
+/// variant, and every `unsafe` call of a `target_feature` function, rests on it. It is the best
+/// the CPU has, or the one `SPARSEGRAD_ISA` names.
+///
+/// # Panics
+/// If `SPARSEGRAD_ISA` names a path this CPU lacks (or no path): running it would execute
+/// instructions the CPU does not have. Programs call [`isa_checked`] at start to report that as
+/// an error instead.
 pub fn isa() -> Isa {
     static ISA: OnceLock<Isa> = OnceLock::new();
-    *ISA.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-                && std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Isa::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                return Isa::Avx2Fma;
-            }
-        }
-        Isa::Portable
-    })
+    *ISA.get_or_init(|| isa_checked().unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// Compiles the portable kernel `$body::<.., FMA>` for AVX-512 and for AVX2+FMA beside the plain

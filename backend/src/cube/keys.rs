@@ -9,6 +9,7 @@
 //!
 //! What these read back is a count or two (the size of a result), never the indices.
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::{ops::IntTensorOps, read_sync};
 use burn::tensor::{DType, Shape, TensorData};
@@ -63,6 +64,7 @@ pub(crate) fn non_increase_count(keys: &CubeTensor) -> CubeTensor {
     let (client, device) = (keys.client.clone(), keys.device.clone());
     let flags = empty_device_contiguous_dtype(client.clone(), device, Shape::new([n]), DType::I32);
     let (count, dim) = launch_dims(&flags, n);
+    census::launched("non_increases");
     non_increases::launch(
         &client,
         count,
@@ -165,6 +167,7 @@ fn keys_and_strides(indices: CubeTensor, sizes: &[usize]) -> (CubeTensor, CubeTe
     }
     assert_addressable("the keys of COO indices", &[&indices]);
     let (count, dim) = launch_dims(&keys, n);
+    census::launched("linear_keys_of");
     linear_keys_of::launch(
         &client,
         count,
@@ -213,6 +216,7 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
     let (keys, order) = stable_sort(keys);
     let pdtype = position_dtype(n);
     let runs = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+    census::launched("run_starts");
     run_starts::launch(
         &client,
         count.clone(),
@@ -228,6 +232,7 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
     let unique = read_one(last) as usize;
     let targets = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
     let coords = empty_device_contiguous_dtype(client.clone(), device, Shape::new([dims, unique]), idtype);
+    census::launched("place_runs");
     place_runs::launch(
         &client,
         count,
@@ -253,6 +258,7 @@ pub(crate) fn inclusive_sum(mut x: CubeTensor) -> CubeTensor {
     let mut shift = 1;
     while shift < n {
         let next = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), dtype);
+        census::launched("add_shifted");
         add_shifted::launch(
             &client,
             count.clone(),
@@ -337,6 +343,7 @@ pub(crate) fn nonzero_rows(flat: CubeTensor) -> CubeTensor {
     assert_addressable("the non-zeros of a dense tensor", &[&flat]);
     let flags = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([items]), pdtype);
     let (count, dim) = launch_dims(&flags, items);
+    census::launched("nonzero_flags");
     nonzero_flags::launch(
         &client,
         count.clone(),
@@ -363,6 +370,7 @@ pub(crate) fn flagged(flags: CubeTensor) -> CubeTensor {
     if kept == 0 {
         return ids;
     }
+    census::launched("flagged_positions");
     flagged_positions::launch(
         &client,
         count,
@@ -393,6 +401,7 @@ pub(crate) fn delinearize(keys: CubeTensor, sizes: &[usize], dtype: DType) -> Cu
     let size_t = upload(sizes.iter().map(|&s| s as i64).collect(), kdtype, &device);
     assert_addressable("coordinates", &[&coords]);
     let (count, dim) = launch_dims(&coords, dims * n);
+    census::launched("coordinates");
     coordinates::launch(
         &client,
         count,
@@ -451,6 +460,7 @@ pub(crate) fn segment_plan(indices: CubeTensor, sizes: &[usize], dim: usize) -> 
     let keys = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), kdtype);
     assert_addressable("softmax segments", &[&indices]);
     let (count, cube_dim) = launch_dims(&keys, n);
+    census::launched("linear_keys_of");
     linear_keys_of::launch(
         &client,
         count.clone(),
@@ -473,6 +483,7 @@ pub(crate) fn runs_of(keys: &CubeTensor) -> (CubeTensor, usize) {
     let pdtype = position_dtype(n);
     let starts = empty_device_contiguous_dtype(keys.client.clone(), keys.device.clone(), Shape::new([n]), pdtype);
     let (count, dim) = launch_dims(&starts, n);
+    census::launched("run_starts");
     run_starts::launch(
         &keys.client,
         count,
@@ -494,6 +505,7 @@ pub(crate) fn offsets_of_runs(keys: &CubeTensor, runs: CubeTensor, count: usize)
     let offsets =
         empty_device_contiguous_dtype(keys.client.clone(), keys.device.clone(), Shape::new([count + 1]), runs.dtype);
     let (cube_count, dim) = launch_dims(&runs, n);
+    census::launched("run_offsets");
     run_offsets::launch(
         &keys.client,
         cube_count,
@@ -533,6 +545,7 @@ pub(crate) fn keys_of_runs(keys: &CubeTensor, runs: &CubeTensor, count: usize) -
     let unique =
         empty_device_contiguous_dtype(keys.client.clone(), keys.device.clone(), Shape::new([count]), keys.dtype);
     let (cube_count, dim) = launch_dims(keys, n);
+    census::launched("run_keys");
     run_keys::launch(
         &keys.client,
         cube_count,

@@ -9,6 +9,7 @@
 //! order the host planner gives. One read-back: the smallest and largest index value, the
 //! number of matches and whether the index is strictly increasing, together.
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::{ops::IntTensorOps, read_sync};
 use burn::tensor::{DType, IntDType, Shape, Slice};
@@ -123,6 +124,7 @@ pub(crate) fn index_matches(coords: CubeTensor, index: CubeTensor, size: usize, 
     let first = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
     let count = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
     let (units, dim) = launch_dims(&first, n);
+    census::launched("match_runs");
     match_runs::launch(
         &client,
         units,
@@ -163,6 +165,7 @@ pub(crate) fn index_matches(coords: CubeTensor, index: CubeTensor, size: usize, 
     let zero = zeros_client(client.clone(), device, Shape::new([1]), pdtype);
     let ptr = <CubeBackend as IntTensorOps<CubeBackend>>::int_cat(vec![zero, ends], 0);
     let (units, dim) = launch_dims(&src, m);
+    census::launched("place_matches");
     place_matches::launch(
         &client,
         units,

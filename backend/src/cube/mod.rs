@@ -18,6 +18,7 @@ pub use burn_cubecl::CubeBackend;
 #[cfg(feature = "fusion")]
 pub type FusedCube = burn::backend::fusion::Fusion<CubeBackend>;
 
+pub mod census;
 #[cfg(feature = "fusion")]
 pub(crate) mod fused;
 pub(crate) mod keys;

@@ -15,6 +15,7 @@
 //! than 16 bits (i32 where the device stores no i16, see `semi_structured::metadata_dtype`);
 //! their bits above 15 are ignored.
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::cubecl::{self, prelude::*};
@@ -182,36 +183,42 @@ pub(crate) fn semi_product(
             out.clone().into_tensor_arg(),
         );
         match which {
-            SemiProduct::Forward => semi_times_dense::launch(
-                &out.client,
-                count,
-                dim,
-                args.0,
-                args.1,
-                args.2,
-                args.3,
-                rows,
-                half,
-                words,
-                n,
-                transposed,
-                types,
-            ),
-            SemiProduct::Transposed => semi_transposed_times_dense::launch(
-                &out.client,
-                count,
-                dim,
-                args.0,
-                args.1,
-                args.2,
-                args.3,
-                rows,
-                half,
-                words,
-                n,
-                transposed,
-                types,
-            ),
+            SemiProduct::Forward => {
+                census::launched("semi_times_dense");
+                semi_times_dense::launch(
+                    &out.client,
+                    count,
+                    dim,
+                    args.0,
+                    args.1,
+                    args.2,
+                    args.3,
+                    rows,
+                    half,
+                    words,
+                    n,
+                    transposed,
+                    types,
+                )
+            }
+            SemiProduct::Transposed => {
+                census::launched("semi_transposed_times_dense");
+                semi_transposed_times_dense::launch(
+                    &out.client,
+                    count,
+                    dim,
+                    args.0,
+                    args.1,
+                    args.2,
+                    args.3,
+                    rows,
+                    half,
+                    words,
+                    n,
+                    transposed,
+                    types,
+                )
+            }
         }
         out
     })
@@ -233,6 +240,7 @@ pub(crate) fn semi_sddmm(meta: CubeTensor, cols: usize, g: CubeTensor, b: CubeTe
         assert_addressable("a semi-structured SDDMM", &[&meta, &g, &b, &out]);
         let (count, dim) = launch_dims(&out, rows * half);
         let types = [dtype, meta.dtype].map(dtype_to_storage_type);
+        census::launched("semi_sampled_dots");
         semi_sampled_dots::launch(
             &out.client,
             count,

@@ -3,6 +3,7 @@
 //! passes of the host kernel (`sparsegrad_kernels::softmax`), in its order, so the two agree to
 //! rounding. The offsets stay on the device: no call reads anything back.
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::cubecl::{self, calculate_cube_count_elemwise, prelude::*, CubeDim};
@@ -204,6 +205,7 @@ pub(crate) fn softmax(values: CubeTensor, offsets: CubeTensor, order: CubeTensor
     let count = calculate_cube_count_elemwise(&out.client, segments * width, cube_dim);
     let values_dtype = values.dtype;
     let types = [values.dtype, offsets.dtype, order.dtype].map(dtype_to_storage_type);
+    census::launched("segment_softmax_columns");
     segment_softmax_columns::launch(
         &out.client,
         count,
@@ -248,6 +250,7 @@ pub(crate) fn softmax_backward(
     let count = calculate_cube_count_elemwise(&out.client, segments * width, cube_dim);
     let values_dtype = y.dtype;
     let types = [y.dtype, offsets.dtype, order.dtype].map(dtype_to_storage_type);
+    census::launched("segment_softmax_backward_columns");
     segment_softmax_backward_columns::launch(
         &out.client,
         count,

@@ -10,6 +10,7 @@
 //! passes of `n` units each; every pass reads the whole buffer of the last, so the passes need
 //! no synchronisation inside a launch.
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::cubecl::{self, prelude::*};
@@ -122,12 +123,14 @@ pub(crate) fn stable_sort(keys: CubeTensor) -> (CubeTensor, CubeTensor) {
     // Below 2^31, so that `pair_start + 2 width` stays inside the kernels' 32-bit addresses.
     assert!(i32::try_from(n).is_ok(), "a device sort of {n} keys (at most 2^31 - 1)");
     let (count, dim) = launch_dims(&items, n);
+    census::launched("iota");
     iota::launch(&client, count.clone(), dim, items.clone().into_tensor_arg(), dtype_to_storage_type(pdtype));
     let types = [keys.dtype, pdtype].map(dtype_to_storage_type);
     let mut width = 1;
     while width < n {
         let keys_out = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), keys.dtype);
         let items_out = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([n]), pdtype);
+        census::launched("merge_runs");
         merge_runs::launch(
             &client,
             count.clone(),
@@ -185,6 +188,7 @@ pub(crate) fn expand(ptr: CubeTensor, nse: usize) -> CubeTensor {
     assert_addressable("the rows of compressed indices", &[&out]);
     let (count, dim) = launch_dims(&out, nse);
     let dtype = dtype_to_storage_type(ptr.dtype);
+    census::launched("entry_rows");
     entry_rows::launch(
         &out.client,
         count,
@@ -208,6 +212,7 @@ pub(crate) fn bounds(sorted: &CubeTensor, rows: usize) -> CubeTensor {
         empty_device_contiguous_dtype(sorted.client.clone(), sorted.device.clone(), Shape::new([rows + 1]), pdtype);
     assert_addressable("group bounds", &[&out]);
     let (count, dim) = launch_dims(&out, rows + 1);
+    census::launched("group_bounds");
     group_bounds::launch(
         &out.client,
         count,

@@ -14,6 +14,7 @@
 //!   each run of one key summed in the order of the products, as the host kernel accumulates
 //!   them. Two integers are read back: the number of partial products and of distinct keys.
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
 use burn::tensor::{DType, FloatDType, IntDType, Shape};
@@ -282,6 +283,7 @@ pub(crate) fn values_on(
         assert_addressable("spgemm", &[&a_col, &b_col, &out]);
         let (count, dim) = launch_dims(&out, nnz_c);
         let types = [dtype, a_crow.dtype].map(dtype_to_storage_type);
+        census::launched("values_on_pattern");
         values_on_pattern::launch(
             &client,
             count,
@@ -327,6 +329,7 @@ pub(crate) fn gradient_a(
         assert_addressable("spgemm's gradient", &[&a_col, &b_col, &c_col, &out]);
         let (count, dim) = launch_dims(&out, nnz_a);
         let types = [dtype, a_crow.dtype].map(dtype_to_storage_type);
+        census::launched("gradient_on_first");
         gradient_on_first::launch(
             &client,
             count,
@@ -380,6 +383,7 @@ pub(crate) fn gradient_b(
         assert_addressable("spgemm's gradient", &[&rows, &b_col, &c_col, &out]);
         let (count, dim) = launch_dims(&out, nnz_b);
         let types = [dtype, a_ccol.dtype].map(dtype_to_storage_type);
+        census::launched("gradient_on_second");
         gradient_on_second::launch(
             &client,
             count,
@@ -414,6 +418,7 @@ fn product_ends(a_col: &CubeTensor, b_crow: &CubeTensor) -> (CubeTensor, u64) {
         [a_col, b_crow].map(|t| <CubeBackend as IntTensorOps<CubeBackend>>::int_cast(t, IntDType::I64))
     };
     let (count, dim) = launch_dims(&counts, nnz_a);
+    census::launched("product_counts");
     product_counts::launch(
         &counts.client,
         count,
@@ -456,6 +461,7 @@ pub(crate) fn masked_pattern(
     let pdtype = super::sort::position_dtype(nnz_m);
     let hits = empty_device_contiguous_dtype(client.clone(), device, Shape::new([nnz_m]), pdtype);
     let (count, dim) = launch_dims(&hits, nnz_m);
+    census::launched("mask_hits");
     mask_hits::launch(
         &client,
         count,
@@ -549,6 +555,7 @@ pub(crate) fn product(
     let partial = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([total]), dtype);
     assert_addressable("spgemm's partial products", &[&keys, &partial]);
     let (count, dim) = launch_dims(&rows, nnz_a);
+    census::launched("list_products");
     list_products::launch(
         &client,
         count,

@@ -14,6 +14,7 @@
 //! callers' contract already makes every index valid. The kernels take f32 and f64 values; for
 //! other value types the callers keep the portable defaults.
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::{
     ops::{FloatTensorOps, IntTensorOps},
@@ -158,6 +159,7 @@ pub(crate) fn compressed_product(
     let types = [dtype, ptr.dtype, idx.dtype].map(dtype_to_storage_type);
     let permuted = perm.is_some();
     let perm = perm.unwrap_or_else(|| idx.clone());
+    census::launched("compressed_times_dense");
     compressed_times_dense::launch(
         &out.client,
         count,
@@ -205,6 +207,7 @@ pub(crate) fn sddmm(crow: CubeTensor, col: CubeTensor, a: CubeTensor, b: CubeTen
     assert_addressable("SDDMM", &[&col, &a, &b]);
     let (count, dim) = launch_dims(&out, nnz);
     let types = [dtype, crow.dtype, col.dtype].map(dtype_to_storage_type);
+    census::launched("sampled_row_dots");
     sampled_row_dots::launch(
         &out.client,
         count,

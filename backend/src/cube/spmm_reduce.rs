@@ -6,6 +6,7 @@
 //! the transposed view sorted on the device. Args that name no entry of their row pass nothing
 //! (the host kernel panics on them; nothing is read back here to check).
 
+use super::census;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::ops::IntTensorOps;
 use burn::tensor::{DType, IntDType, Shape};
@@ -164,6 +165,7 @@ pub(crate) fn arg_extreme(
         let [crow, col] = as_i64([crow, col]);
         assert_addressable("mm_reduce", &[&col, &x, &out]);
         let (count, dim) = launch_dims(&out, m * n);
+        census::launched("row_extremes");
         row_extremes::launch(
             &client,
             count,
@@ -207,6 +209,7 @@ pub(crate) fn arg_extreme_backward(
         assert_addressable("mm_reduce's gradient", &[&col, &x, &g, &dv]);
         let (count, dim) = launch_dims(&dv, nnz);
         let types = [dtype, DType::I64].map(dtype_to_storage_type);
+        census::launched("values_gradient");
         values_gradient::launch(
             &client,
             count,
@@ -227,6 +230,7 @@ pub(crate) fn arg_extreme_backward(
         let [ccol, order] = as_i64([bounds(&sorted, k), order]);
         let dx = empty_device_contiguous_dtype(client.clone(), device.clone(), Shape::new([k, n]), dtype);
         let (count, dim) = launch_dims(&dx, k * n);
+        census::launched("input_gradient");
         input_gradient::launch(
             &client,
             count,
