@@ -359,13 +359,13 @@ struct Gcn2 {
     l1: sparsegrad::nn::GcnConv,
 }
 
-/// One GCN training step on Cora (forward, backward, Adam), as `bench/anchor_gcn.py`
-/// (which trains on dense features; here they stay sparse).
-fn gcn_step(bench: &Bench) {
+/// One GCN training step on a Planetoid graph (Cora, CiteSeer: forward, backward, Adam), as
+/// `bench/anchor_gcn.py` (which trains on dense features; here they stay sparse).
+fn gcn_step(bench: &Bench, name: &str) {
     use burn::nn::loss::CrossEntropyLossConfig;
     use burn::optim::{AdamConfig, GradientsParams};
     use sparsegrad::nn::{gcn_norm, GcnConvConfig, Planetoid};
-    let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
+    let g = Planetoid::new(None, name).unwrap_or_else(|e| panic!("{e}"));
     let device = Device::flex().autodiff();
     let adj = gcn_norm(&g.edges, g.nodes, &device).expect("valid graph");
     let x = g.features_csr(&device);
@@ -393,7 +393,7 @@ fn gcn_step(bench: &Bench) {
         let grads = GradientsParams::from_grads(loss.backward(), &m);
         model = Some(optim.step(0.01, m, grads));
     });
-    bench.report("gcn_train_step", "cora", ms, None);
+    bench.report("gcn_train_step", &name.to_lowercase(), ms, None);
 }
 
 /// The 2:4 linear layer's product against burn's dense matmul on Flex, same shapes, same run:
@@ -657,7 +657,8 @@ fn main() {
     }
 
     if bench.wants("gcn_step") && !bench.sums {
-        gcn_step(&bench);
+        gcn_step(&bench, "Cora");
+        gcn_step(&bench, "CiteSeer");
     }
 
     if bench.wants("dense_to_csr") {

@@ -131,8 +131,10 @@ fn run(run: u64, epochs: u64, g: &Planetoid, adj: &SparseTensor, x: &SparseTenso
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cora");
-    let g = Planetoid::load(&data, "cora").expect("data/cora holds the Planetoid export of Cora");
+    let g = Planetoid::new(None, "Cora").unwrap_or_else(|e| {
+        eprintln!("cannot load Cora: {e}");
+        std::process::exit(2)
+    });
     println!(
         "Cora: {} nodes, {} edges, {} features ({} stored), {} classes",
         g.nodes,

@@ -1,8 +1,10 @@
 //! Hostile inputs: the probes of the soundness review (safe calls an attacker or a careless user
 //! would make, each of which once corrupted the heap, read uninitialised memory, crashed, aborted
 //! or returned a wrong number), one test per class of hole they showed (unchecked patterns,
-//! records, size overflow, index narrowing, allocation, loaders, NaN semantics), and an 8-thread
-//! stress of the products and softmax compared bit for bit with a single-threaded run.
+//! records, size overflow, index narrowing, allocation, loaders, NaN semantics), an 8-thread
+//! stress of the products and softmax compared bit for bit with a single-threaded run, a fuzz of
+//! the constructors, conversions and products, and the pickle reader's probes and fuzz
+//! (`hostile/pickle.rs`).
 //!
 //! A probe that could take the process down runs in a child process (this test binary, asked to
 //! run one ignored test): a crash is then a failing test, not a dead suite. Allocation probes
@@ -59,7 +61,9 @@ macro_rules! probe {
             $(#[$doc])*
             #[test]
             fn run() {
-                super::in_child(concat!(stringify!($name), "::probe"), probe!(@limit $($kb)?));
+                // The probe's name as the harness lists it: its module path without the crate.
+                let name = module_path!().split_once("::").map_or(module_path!(), |(_, path)| path);
+                super::in_child(&format!("{name}::probe"), probe!(@limit $($kb)?));
             }
         }
     };
@@ -458,19 +462,19 @@ probe!(
     let dir = temp_dir("files");
     let mtx = "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n";
     let mut club = String::from("node\tclub\n0\tMr. Hi\n1\tOfficer\n2\tMr. Hi\n");
-    std::fs::write(dir.join("karate.mtx"), mtx).unwrap();
+    std::fs::write(dir.join("karate_networkx.mtx"), mtx).unwrap();
     std::fs::write(dir.join("karate_networkx_club.tsv"), &club).unwrap();
     assert_eq!(Planetoid::karate(&dir).unwrap().nodes, 3);
     club.push_str("3\tOfficer\n");
     std::fs::write(dir.join("karate_networkx_club.tsv"), &club).unwrap();
     assert!(Planetoid::karate(&dir).is_err(), "a node past the graph");
-    std::fs::write(dir.join("karate.mtx"), "%%MatrixMarket matrix coordinate pattern symmetric\n0 0 0\n").unwrap();
+    std::fs::write(dir.join("karate_networkx.mtx"), "%%MatrixMarket matrix coordinate pattern symmetric\n0 0 0\n").unwrap();
     assert!(Planetoid::karate(&dir).is_err(), "an empty graph");
     let huge = "%%MatrixMarket matrix coordinate pattern symmetric\n1000000000000 1000000000000 1000000000000\n1 1\n";
-    std::fs::write(dir.join("karate.mtx"), huge).unwrap();
+    std::fs::write(dir.join("karate_networkx.mtx"), huge).unwrap();
     assert!(Planetoid::karate(&dir).is_err(), "10^12 nodes in a tiny file");
-    let e = sparsegrad::nn::planetoid::read_mtx(&dir.join("karate.mtx")).unwrap_err().to_string();
-    assert!(e.contains("karate.mtx"), "{e}");
+    let e = sparsegrad::nn::planetoid::read_mtx(&dir.join("karate_networkx.mtx")).unwrap_err().to_string();
+    assert!(e.contains("karate_networkx.mtx"), "{e}");
     // An IDX header announcing 10^9 images of 28 x 28 over a few bytes.
     let mut idx = vec![0u8, 0, 8, 3];
     for d in [1_000_000_000u32, 28, 28] {
@@ -482,6 +486,10 @@ probe!(
     assert!(e.contains("truncated") && e.contains("bomb-images-idx3-ubyte"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 });
+
+// The Planetoid raw files' pickles: probes and a fuzz of the reader (`hostile/pickle.rs`).
+#[path = "hostile/pickle.rs"]
+mod pickle;
 
 // ---------------------------------------------------------------------------------------------
 // Finding 9: silent wrong answers.

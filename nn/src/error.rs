@@ -1,6 +1,8 @@
-//! `DataError`: what went wrong reading a file (a dataset, a Matrix Market matrix), as data a
-//! caller can match on (the file, the 1-based line where the problem sits, and what is wrong)
-//! rather than a message to parse. Its `Display` is the conventional `path:line: what`.
+//! `DataError`: what went wrong reading a file (a dataset, a Matrix Market matrix, a pickle), as
+//! data a caller can match on (the file, the 1-based line or the byte offset where the problem
+//! sits, and what is wrong) rather than a message to parse. Its `Display` is the conventional
+//! `path:line: what` (`path: byte N, ...` for a binary file); a dataset that no source could
+//! provide lists every place tried and the fix.
 
 use sparsegrad_backend::SparseError;
 use std::fmt;
@@ -30,6 +32,34 @@ pub enum DataError {
         /// What is wrong.
         what: String,
     },
+    /// A binary file's content (a pickle) is not what its format allows, at a byte offset;
+    /// displayed as `path: byte 144: opcode REDUCE (0x52): ...`.
+    Binary {
+        /// The file.
+        path: PathBuf,
+        /// The offset of the opcode (or object) where the problem sits.
+        offset: u64,
+        /// What is wrong (the opcode first, when one is at fault).
+        what: String,
+    },
+    /// No source held a dataset and none could fetch it: every place tried, why each failed,
+    /// and the one-line fix (see `crate::source`).
+    NotFound {
+        /// The dataset, as `Planetoid CiteSeer` or `SuiteSparse HB/bcsstk13`.
+        dataset: String,
+        /// Each place tried, in order: what it is (`$SPARSEGRAD_DATA`), where, and why it failed.
+        tried: Vec<Tried>,
+        /// The one line that fixes it.
+        fix: String,
+    },
+    /// A download failed: the address, and what went wrong (the network, the server's answer,
+    /// a checksum that does not match, the file that could not be written).
+    Download {
+        /// The address.
+        url: String,
+        /// What went wrong.
+        what: String,
+    },
     /// A value built in memory (not read from a file) is inconsistent, or cannot be written.
     Invalid {
         /// What is wrong.
@@ -42,6 +72,26 @@ pub enum DataError {
         /// The library's error.
         source: SparseError,
     },
+}
+
+/// One place a dataset was looked for (see [`DataError::NotFound`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tried {
+    /// The source, as `the root argument`, `$SPARSEGRAD_DATA`, `the cache`, `the checkout`, `download`.
+    pub source: String,
+    /// The directory, file or address looked at, if there was one.
+    pub location: Option<String>,
+    /// Why it did not provide the dataset.
+    pub why: String,
+}
+
+impl fmt::Display for Tried {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(at) => write!(f, "{} ({at}): {}", self.source, self.why),
+            None => write!(f, "{}: {}", self.source, self.why),
+        }
+    }
 }
 
 impl DataError {
@@ -58,8 +108,10 @@ impl DataError {
     /// The file the error is about, if any.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Self::Io { path, .. } | Self::Content { path, .. } | Self::Sparse { path, .. } => Some(path),
-            Self::Invalid { .. } => None,
+            Self::Io { path, .. } | Self::Content { path, .. } | Self::Binary { path, .. } | Self::Sparse { path, .. } => {
+                Some(path)
+            }
+            Self::Invalid { .. } | Self::NotFound { .. } | Self::Download { .. } => None,
         }
     }
 
@@ -67,7 +119,15 @@ impl DataError {
     pub fn line(&self) -> Option<usize> {
         match self {
             Self::Io { line, .. } | Self::Content { line, .. } => *line,
-            Self::Invalid { .. } | Self::Sparse { .. } => None,
+            _ => None,
+        }
+    }
+
+    /// The byte offset the error is about, if any (a binary file's).
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Self::Binary { offset, .. } => Some(*offset),
+            _ => None,
         }
     }
 }
@@ -87,6 +147,15 @@ impl fmt::Display for DataError {
                 at(f, path, line)?;
                 f.write_str(what)
             }
+            Self::Binary { path, offset, what } => write!(f, "{}: byte {offset}: {what}", path.display()),
+            Self::NotFound { dataset, tried, fix } => {
+                write!(f, "{dataset} was found nowhere; tried, in order:")?;
+                for (k, t) in tried.iter().enumerate() {
+                    write!(f, "\n  {}. {t}", k + 1)?;
+                }
+                write!(f, "\nfix: {fix}")
+            }
+            Self::Download { url, what } => write!(f, "downloading {url}: {what}"),
             Self::Invalid { what } => f.write_str(what),
             Self::Sparse { path, source } => write!(f, "{}: {source}", path.display()),
         }
@@ -98,7 +167,7 @@ impl std::error::Error for DataError {
         match self {
             Self::Io { source, .. } => Some(source),
             Self::Sparse { source, .. } => Some(source),
-            Self::Content { .. } | Self::Invalid { .. } => None,
+            _ => None,
         }
     }
 }

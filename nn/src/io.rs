@@ -1,7 +1,8 @@
 //! Matrix Market files to and from tensors: [`read_sparse`] (a `coordinate` file into a
 //! `SparseTensor` in the layout asked for), [`read_dense`] (an `array` file into a dense tensor)
 //! and [`write_sparse`] / [`write_sparse_to`] (a sparse matrix out as `coordinate real`,
-//! `integer` or `pattern`, `general`, `symmetric` or `skew-symmetric`).
+//! `integer` or `pattern`, `general`, `symmetric` or `skew-symmetric`), and [`suitesparse`]: a
+//! matrix of the SuiteSparse collection by name, found or fetched (feature `datasets`).
 //!
 //! The parsing is `mtx`'s (streaming, bounded by what the file holds, every problem a
 //! [`DataError`] naming the file and line); this module only turns its entries into tensors and
@@ -10,6 +11,8 @@
 //! same `f64`, so a write followed by a read gives the same tensor bit for bit.
 
 use crate::error::DataError;
+#[cfg(feature = "datasets")]
+pub use crate::suitesparse::{suitesparse, suitesparse_from};
 pub use crate::mtx::{read_mtx, read_mtx_array, DenseMatrixMarket, MatrixMarket, MtxField, MtxSymmetry};
 use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
 use sparsegrad_backend::util::read_i64;
@@ -27,7 +30,7 @@ use std::path::Path;
 /// ```no_run
 /// use burn::tensor::{Device, FloatDType};
 /// use sparsegrad_backend::Layout;
-/// let a = sparsegrad_nn::io::read_sparse("data/suitesparse/bcsstk13.mtx", Layout::Csr, None, FloatDType::F64, &Device::flex())?;
+/// let a = sparsegrad_nn::io::read_sparse("bcsstk13.mtx", Layout::Csr, None, FloatDType::F64, &Device::flex())?;
 /// assert_eq!(a.shape(), [2003, 2003]);
 /// # Ok::<(), sparsegrad_nn::DataError>(())
 /// ```

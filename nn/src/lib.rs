@@ -39,12 +39,21 @@
 //!   honouring the banner's field and symmetry).
 //! - `io`: Matrix Market files to and from `SparseTensor` (any layout) and dense tensors.
 //! - `error`: [`DataError`], what went wrong reading a file (file, line, what).
-//! - `planetoid`: loaders for the graph datasets shipped in `data/` (Cora, karate club; features
-//!   with their values, unlabeled nodes outside the split) and [`normalize_features`].
+//! - `planetoid`: the graph type [`Planetoid`] and its loaders for plain-text exports and the
+//!   karate club shipped in `data/karate` (features with their values, unlabeled nodes), and
+//!   [`normalize_features`]; `planetoid_raw`: [`Planetoid::new`], PyG's Cora, CiteSeer and
+//!   PubMed from their raw files, assembled as PyG does.
+//! - `pickle`: the reader of those raw files (Python 2 pickles of numpy and scipy objects), which
+//!   runs no code and refuses what it does not know.
+//! - `source`: where dataset files come from ([`DataSources`]: the caller's root,
+//!   `$SPARSEGRAD_DATA`, the user's cache, this repository's `../shared/data`, a download);
+//!   `download` (feature `download`): the download, checked and written atomically;
+//!   `suitesparse`: SuiteSparse matrices by name ([`io::suitesparse`]).
 //! - `mnist`: the MNIST loader ([`Mnist`], IDX files in `data/mnist/`).
 //!
-//! The dataset loaders (`planetoid`, `mnist`) and gzip-compressed input sit behind the
-//! default-on feature `datasets`, so a user of the layers alone does not compile a gzip reader.
+//! The dataset loaders and gzip-compressed input sit behind the default-on feature `datasets`, so
+//! a user of the layers alone does not compile a gzip reader; the download (an HTTPS client, a
+//! hash, a tar reader) sits behind the feature `download`, off by default.
 
 #![warn(missing_docs)]
 
@@ -58,20 +67,30 @@ pub mod gcn;
 pub mod gin_conv;
 pub mod graph_conv;
 pub mod io;
+#[cfg(feature = "download")]
+mod download;
 #[cfg(feature = "datasets")]
 pub mod mnist;
 pub mod models;
 pub mod mtx;
 pub mod partition;
 #[cfg(feature = "datasets")]
+pub mod pickle;
+#[cfg(feature = "datasets")]
 pub mod planetoid;
+#[cfg(feature = "datasets")]
+pub mod planetoid_raw;
 pub mod prune;
 pub mod sage_conv;
 pub mod sampler;
 pub mod semi_structured_linear;
+#[cfg(feature = "datasets")]
+pub mod source;
 pub mod sparse_linear;
 pub mod sparse_training;
 pub mod srste;
+#[cfg(feature = "datasets")]
+mod suitesparse;
 pub mod wanda;
 
 pub use aggregation::Aggregation;
@@ -81,7 +100,7 @@ pub use edge_index::{
     add_remaining_self_loops, add_self_loops, degree, gcn_norm_edge_index, remove_self_loops, to_propagation_matrix,
     to_sparse_adjacency, to_undirected, EdgeIndexWeights, GcnNormOptions,
 };
-pub use error::DataError;
+pub use error::{DataError, Tried};
 pub use gat::{GatConv, GatConvConfig};
 pub use gcn::{adjacency_with_self_loops, gcn_norm, GcnConv, GcnConvConfig};
 pub use gin_conv::{GinConv, GinConvConfig, GinMlp, GinNetwork};
@@ -96,6 +115,8 @@ pub use prune::{density_nnz, magnitude_mask, n_m_mask, prune_2_4, prune_magnitud
 pub use sage_conv::{SageConv, SageConvConfig};
 pub use sampler::{Block, NeighborSampler, SampledSubgraph};
 pub use semi_structured_linear::{SemiStructuredLinear, SemiStructuredLinearConfig};
+#[cfg(feature = "datasets")]
+pub use source::{DataSources, Download, DATA_ENV};
 pub use sparse_linear::{SparseLinear, SparseLinearConfig};
 pub use sparse_training::{
     erdos_renyi_densities, load_rewired, rewire_optimizer, DropSchedule, GradualMagnitudePruning, Rewiring, RigL,

@@ -802,20 +802,21 @@ mod tests {
         assert!(m.to_general().unwrap_err().to_string().contains("1 entries but 0 values"));
     }
 
-    /// The SuiteSparse matrices of `data/suitesparse` (gzip-compressed, read through the `.gz`
-    /// fallback): every field and symmetry of the banner, expanded exactly.
+    /// The SuiteSparse matrices, found by name through the chain of sources (the checkout's
+    /// `../shared/data/suitesparse` here): every field and symmetry of the banner, expanded
+    /// exactly.
+    #[cfg(feature = "datasets")]
     #[test]
     fn suitesparse_files_load_and_expand() {
-        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/suitesparse"));
-        // (file, size, field, symmetry, stored, stored diagonal, first entry and value)
+        // (name, size, field, symmetry, stored, stored diagonal, first entry and value)
         let cases = [
-            ("bcsstk13.mtx", 2003, MtxField::Real, MtxSymmetry::Symmetric, 42943, 2003, ((0, 0), 277281165.183)),
-            ("cryg2500.mtx", 2500, MtxField::Real, MtxSymmetry::General, 12349, 2500, ((0, 0), -5679.837539484813)),
-            ("jagmesh7.mtx", 1138, MtxField::Pattern, MtxSymmetry::Symmetric, 4294, 1138, ((0, 0), 1.0)),
-            ("west0067.mtx", 67, MtxField::Real, MtxSymmetry::General, 294, 2, ((4, 0), -0.2788416)),
+            ("HB/bcsstk13", 2003, MtxField::Real, MtxSymmetry::Symmetric, 42943, 2003, ((0, 0), 277281165.183)),
+            ("Bai/cryg2500", 2500, MtxField::Real, MtxSymmetry::General, 12349, 2500, ((0, 0), -5679.837539484813)),
+            ("HB/jagmesh7", 1138, MtxField::Pattern, MtxSymmetry::Symmetric, 4294, 1138, ((0, 0), 1.0)),
+            ("HB/west0067", 67, MtxField::Real, MtxSymmetry::General, 294, 2, ((4, 0), -0.2788416)),
         ];
         for (file, n, field, symmetry, stored, diagonal, first) in cases {
-            let m = read_mtx(&dir.join(file)).unwrap();
+            let m = read_mtx(&crate::io::suitesparse(file).unwrap()).unwrap();
             assert_eq!(
                 (m.rows, m.cols, m.field, m.symmetry, m.entries.len(), m.values.len()),
                 (n, n, field, symmetry, stored, stored),
@@ -832,6 +833,7 @@ mod tests {
             assert_eq!(sorted.len(), expanded, "{file}: no position twice");
         }
         // bcsstk13 in full: 2 * 42 943 stored - 2003 diagonal = 83 883 entries.
-        assert_eq!(read_mtx(&dir.join("bcsstk13.mtx")).unwrap().to_general().unwrap().entries.len(), 83_883);
+        let bcsstk13 = crate::io::suitesparse("HB/bcsstk13").unwrap();
+        assert_eq!(read_mtx(&bcsstk13).unwrap().to_general().unwrap().entries.len(), 83_883);
     }
 }

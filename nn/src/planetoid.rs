@@ -1,6 +1,8 @@
-//! Loaders for the graph datasets shipped in `data/`: the Planetoid export of Cora (Matrix
-//! Market adjacency and features, a TSV of labels and the 140 / 500 / 1000 split; features keep
-//! their values, nodes may be unlabeled) and Zachary's karate club, and the row normalisation of
+//! [`Planetoid`], a node-classification graph, and its plain-text loaders: a Planetoid export
+//! ([`Planetoid::load`]: Matrix Market adjacency and features, a TSV of labels and the split;
+//! features keep their values, nodes may be unlabeled; the exports in `../shared/data/planetoid/
+//! export` check [`Planetoid::new`], which reads PyG's raw files, in `planetoid_raw`) and Zachary's
+//! karate club shipped in `data/karate` ([`Planetoid::karate`]), and the row normalisation of
 //! features ([`normalize_features`]). Files may be gzip-compressed (`.gz`). The Matrix Market
 //! files are read with the reader of `mtx` ([`read_mtx`], re-exported here with its types), the
 //! TSV files with its line reader.
@@ -37,8 +39,9 @@ pub struct Planetoid {
     /// Class of every node; 0 for an unlabeled node (as PyG's argmax of its all-zero one-hot
     /// row), which [`Planetoid::unlabeled`] lists and no split holds.
     pub labels: Vec<usize>,
-    /// The nodes without a label (label `-1` in the nodes file: Citeseer's isolated test nodes),
-    /// in file order; none of them is in `train`, `val` or `test`.
+    /// The nodes without a label (label `-1` in an export's nodes file; an all-zero one-hot row
+    /// in the raw files: CiteSeer's 15 isolated nodes), in the nodes file's order (ascending for
+    /// the raw files); none of them is in `train`, `val` or `test`.
     pub unlabeled: Vec<usize>,
     /// Number of classes: one more than the largest label of a labeled node.
     pub num_classes: usize,
@@ -276,16 +279,17 @@ impl Planetoid {
         normalize_features(&self.feature_matrix(device)).expect("a checked CSR matrix")
     }
 
-    /// Zachary's karate club from `<dir>/karate.mtx` and `karate_networkx_club.tsv`: identity
-    /// features, the two clubs as labels (`Mr. Hi` 0, `Officer` 1), the first and the last node
-    /// (0 "Mr. Hi" and 33 "Officer") as the training set and every other node as the test set.
+    /// Zachary's karate club from `<dir>/karate_networkx.mtx` and `karate_networkx_club.tsv`
+    /// (`data/karate`, written by its `make_karate.py` from networkx's data): identity features,
+    /// the two clubs as labels (`Mr. Hi` 0, `Officer` 1), the first and the last node (0 "Mr. Hi"
+    /// and 33 "Officer") as the training set and every other node as the test set.
     ///
-    /// `karate.mtx` must be `pattern symmetric` with at least 2 nodes (a `0 0 0` or `1 1 0` size
-    /// line is an error: the split needs two distinct training nodes); the club file has the
-    /// header `node<TAB>club` and one line per node, every node exactly once.
+    /// `karate_networkx.mtx` must be `pattern symmetric` with at least 2 nodes (a `0 0 0` or
+    /// `1 1 0` size line is an error: the split needs two distinct training nodes); the club file
+    /// has the header `node<TAB>club` and one line per node, every node exactly once.
     pub fn karate(dir: impl AsRef<Path>) -> Result<Self, DataError> {
         let dir = dir.as_ref();
-        let mtx_path = dir.join("karate.mtx");
+        let mtx_path = dir.join("karate_networkx.mtx");
         let m = read_mtx(&mtx_path)?;
         let n = m.rows;
         if n < 2 {
@@ -384,9 +388,16 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("data").join(name)
     }
 
+    /// The export of Cora in the checkout's shared data (never copied into the repository).
+    fn cora_export() -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/planetoid/export/cora");
+        assert!(dir.is_dir(), "{} holds the export of Cora (the checkout's ../shared/data)", dir.display());
+        dir
+    }
+
     #[test]
-    fn cora_loads_as_before() {
-        let g = Planetoid::load(repo_data("cora"), "cora").unwrap();
+    fn cora_export_loads() {
+        let g = Planetoid::load(cora_export(), "cora").unwrap();
         assert_eq!(
             (g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes),
             (2708, 5278, 1433, 49216, 7)
@@ -583,10 +594,10 @@ mod tests {
     #[test]
     fn karate_rejects_inconsistent_files() {
         let dir = temp_dir("karate");
-        let shipped_mtx = std::fs::read_to_string(repo_data("karate").join("karate.mtx")).unwrap();
+        let shipped_mtx = std::fs::read_to_string(repo_data("karate").join("karate_networkx.mtx")).unwrap();
         let shipped_club = std::fs::read_to_string(repo_data("karate").join("karate_networkx_club.tsv")).unwrap();
         let club_error = |club: &str| {
-            std::fs::write(dir.join("karate.mtx"), &shipped_mtx).unwrap();
+            std::fs::write(dir.join("karate_networkx.mtx"), &shipped_mtx).unwrap();
             std::fs::write(dir.join("karate_networkx_club.tsv"), club).unwrap();
             Planetoid::karate(&dir).unwrap_err().to_string()
         };
@@ -605,19 +616,19 @@ mod tests {
         assert!(e.contains("karate_networkx_club.tsv:1: header \"club\" is not \"node\\tclub\""), "{e}");
 
         let mtx_error = |mtx: &str| {
-            std::fs::write(dir.join("karate.mtx"), mtx).unwrap();
+            std::fs::write(dir.join("karate_networkx.mtx"), mtx).unwrap();
             std::fs::write(dir.join("karate_networkx_club.tsv"), &shipped_club).unwrap();
             Planetoid::karate(&dir).unwrap_err().to_string()
         };
         let e = mtx_error("%%MatrixMarket matrix coordinate pattern symmetric\n0 0 0\n");
-        assert!(e.contains("karate.mtx: the size line declares 0 nodes; the karate split needs at least 2"), "{e}");
+        assert!(e.contains("karate_networkx.mtx: the size line declares 0 nodes; the karate split needs at least 2"), "{e}");
         let e = mtx_error("%%MatrixMarket matrix coordinate pattern symmetric\n1 1 0\n");
-        assert!(e.contains("karate.mtx: the size line declares 1 nodes"), "{e}");
+        assert!(e.contains("karate_networkx.mtx: the size line declares 1 nodes"), "{e}");
         // 10^12 declared nodes and a 34-line club file: an error, no 8 TB allocation.
         let e = mtx_error("%%MatrixMarket matrix coordinate pattern symmetric\n1000000000000 1000000000000 0\n");
         assert!(e.contains("karate_networkx_club.tsv:35: the file ends after 34 nodes"), "{e}");
         let e = mtx_error(&shipped_mtx.replace("pattern symmetric", "pattern general"));
-        assert!(e.contains("karate.mtx:1: banner declares `pattern general`"), "{e}");
+        assert!(e.contains("karate_networkx.mtx:1: banner declares `pattern general`"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

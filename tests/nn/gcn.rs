@@ -172,7 +172,7 @@ fn short_training_fits_every_node() {
 #[test]
 fn cora_planetoid_split_loads() {
     let _serial = crate::common_ops::serial();
-    let g = Planetoid::load(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cora"), "cora").expect("data/cora");
+    let g = Planetoid::new(None, "Cora").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes), (2708, 5278, 1433, 49216, 7));
     assert_eq!((g.train.len(), g.val.len(), g.test.len()), (140, 500, 1000));
     // Planetoid: train = nodes 0..140, 20 per class; val = 140..640.

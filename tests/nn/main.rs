@@ -6,6 +6,7 @@
 #[path = "../common_ops/mod.rs"]
 mod common_ops;
 
+mod datasets;
 mod dropout;
 mod edge_index;
 mod gat;

@@ -2,7 +2,7 @@
 //! values within 1e-8 relative in f64, subspaces by principal angles) on every layout, with and
 //! without a mean, their gradients by gradcheck, and `lobpcg` against faer's dense symmetric
 //! eigensolver (standard, generalized, preconditioned, and the 10 largest eigenvalues of
-//! SuiteSparse's bcsstk13 from `data/suitesparse`).
+//! SuiteSparse's bcsstk13, found by `sparsegrad::io::suitesparse`).
 
 use crate::common_ops;
 
@@ -412,8 +412,8 @@ fn lobpcg_errors() {
 #[test]
 fn lobpcg_bcsstk13_ten_largest() {
     let _g = serial();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/suitesparse/bcsstk13.mtx");
-    let mtx = sparsegrad::nn::read_mtx(std::path::Path::new(path)).unwrap().to_general().unwrap();
+    let path = sparsegrad::io::suitesparse("HB/bcsstk13").unwrap_or_else(|e| panic!("{e}"));
+    let mtx = sparsegrad::nn::read_mtx(&path).unwrap().to_general().unwrap();
     let n = mtx.rows;
     assert_eq!((n, mtx.cols, mtx.entries.len()), (2003, 2003, 83883));
     let mut idx = vec![0i64; 2 * mtx.entries.len()];
