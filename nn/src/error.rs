@@ -108,9 +108,10 @@ impl DataError {
     /// The file the error is about, if any.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Self::Io { path, .. } | Self::Content { path, .. } | Self::Binary { path, .. } | Self::Sparse { path, .. } => {
-                Some(path)
-            }
+            Self::Io { path, .. }
+            | Self::Content { path, .. }
+            | Self::Binary { path, .. }
+            | Self::Sparse { path, .. } => Some(path),
             Self::Invalid { .. } | Self::NotFound { .. } | Self::Download { .. } => None,
         }
     }

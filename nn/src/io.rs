@@ -11,9 +11,9 @@
 //! same `f64`, so a write followed by a read gives the same tensor bit for bit.
 
 use crate::error::DataError;
+pub use crate::mtx::{read_mtx, read_mtx_array, DenseMatrixMarket, MatrixMarket, MtxField, MtxSymmetry};
 #[cfg(feature = "datasets")]
 pub use crate::suitesparse::{suitesparse, suitesparse_from};
-pub use crate::mtx::{read_mtx, read_mtx_array, DenseMatrixMarket, MatrixMarket, MtxField, MtxSymmetry};
 use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
 use sparsegrad_backend::util::read_i64;
 use sparsegrad_backend::{Layout, SparseTensor};

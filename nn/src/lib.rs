@@ -59,6 +59,8 @@
 
 pub mod aggregation;
 pub mod appnp;
+#[cfg(feature = "download")]
+mod download;
 pub mod dropout;
 pub mod edge_index;
 pub mod error;
@@ -67,8 +69,6 @@ pub mod gcn;
 pub mod gin_conv;
 pub mod graph_conv;
 pub mod io;
-#[cfg(feature = "download")]
-mod download;
 #[cfg(feature = "datasets")]
 pub mod mnist;
 pub mod models;

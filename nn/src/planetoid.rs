@@ -621,7 +621,10 @@ mod tests {
             Planetoid::karate(&dir).unwrap_err().to_string()
         };
         let e = mtx_error("%%MatrixMarket matrix coordinate pattern symmetric\n0 0 0\n");
-        assert!(e.contains("karate_networkx.mtx: the size line declares 0 nodes; the karate split needs at least 2"), "{e}");
+        assert!(
+            e.contains("karate_networkx.mtx: the size line declares 0 nodes; the karate split needs at least 2"),
+            "{e}"
+        );
         let e = mtx_error("%%MatrixMarket matrix coordinate pattern symmetric\n1 1 0\n");
         assert!(e.contains("karate_networkx.mtx: the size line declares 1 nodes"), "{e}");
         // 10^12 declared nodes and a 34-line club file: an error, no 8 TB allocation.

@@ -161,7 +161,8 @@ impl Planetoid {
         let nodes = match (test.iter().min(), test.iter().max()) {
             (Some(&lo), Some(&hi)) => {
                 if lo != first {
-                    let what = format_args!("the smallest test node is {lo}; the test nodes follow the {first} rows of allx");
+                    let what =
+                        format_args!("the smallest test node is {lo}; the test nodes follow the {first} rows of allx");
                     return Err(DataError::content(&path("test.index"), None, what));
                 }
                 let span = hi - lo + 1; // hi >= lo
@@ -177,7 +178,8 @@ impl Planetoid {
             let what = format_args!("{} training and {VAL_NODES} validation nodes, but only {nodes} nodes", x.rows);
             return Err(DataError::content(&path("y"), None, what));
         }
-        let mut rows: Vec<Row> = (0..first).map(Row::All).chain(std::iter::repeat_n(Row::Hole, nodes - first)).collect();
+        let mut rows: Vec<Row> =
+            (0..first).map(Row::All).chain(std::iter::repeat_n(Row::Hole, nodes - first)).collect();
         for (k, &node) in test.iter().enumerate() {
             rows[node] = Row::Test(k); // node in first..nodes: checked above
         }
@@ -297,8 +299,14 @@ mod tests {
     fn reads_cora_as_pyg_does() {
         let dir = cora_copy("cora");
         let g = Planetoid::read_raw(&dir, "CORA").unwrap();
-        assert_eq!((g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes), (2708, 5278, 1433, 49216, 7));
-        assert_eq!((g.train, g.val.len(), g.val[0], g.test.len(), g.test[0]), ((0..140).collect(), 500, 140, 1000, 1708));
+        assert_eq!(
+            (g.nodes, g.edges.len(), g.num_features, g.features.len(), g.num_classes),
+            (2708, 5278, 1433, 49216, 7)
+        );
+        assert_eq!(
+            (g.train, g.val.len(), g.val[0], g.test.len(), g.test[0]),
+            ((0..140).collect(), 500, 140, 1000, 1708)
+        );
         assert!(g.unlabeled.is_empty());
         // Node 2692 is the first line of test.index: its features are tx's first row.
         let tx = crate::pickle::read_pickle(&dir.join("ind.cora.tx")).unwrap().csr_matrix().unwrap();
@@ -314,14 +322,36 @@ mod tests {
         let swap = |a: &str, b: &str| std::fs::copy(dir.join(a), dir.join(b)).unwrap();
         let index = std::fs::read_to_string(dir.join("ind.cora.test.index")).unwrap();
         let cases: [(&dyn Fn(), &str); 5] = [
-            (&|| std::fs::write(dir.join("ind.cora.test.index"), index.replace("2692\n", "2692\n2692\n")).unwrap(), "ind.cora.test.index:2: node 2692 is listed twice"),
-            (&|| std::fs::write(dir.join("ind.cora.test.index"), index.replace("2692\n", "-3\n")).unwrap(), "ind.cora.test.index:1: \"-3\" is not a non-negative integer"),
-            (&|| std::fs::write(dir.join("ind.cora.test.index"), index.replace("1708\n", "1707\n")).unwrap(), "the smallest test node is 1707; the test nodes follow the 1708 rows of allx"),
-            (&|| { swap("ind.cora.y", "ind.cora.ty"); }, "ind.cora.ty: 140 rows, but tx has 1000"),
-            (&|| { swap("ind.cora.x", "ind.cora.allx"); }, "ind.cora.ally: 1708 rows, but allx has 140"),
+            (
+                &|| std::fs::write(dir.join("ind.cora.test.index"), index.replace("2692\n", "2692\n2692\n")).unwrap(),
+                "ind.cora.test.index:2: node 2692 is listed twice",
+            ),
+            (
+                &|| std::fs::write(dir.join("ind.cora.test.index"), index.replace("2692\n", "-3\n")).unwrap(),
+                "ind.cora.test.index:1: \"-3\" is not a non-negative integer",
+            ),
+            (
+                &|| std::fs::write(dir.join("ind.cora.test.index"), index.replace("1708\n", "1707\n")).unwrap(),
+                "the smallest test node is 1707; the test nodes follow the 1708 rows of allx",
+            ),
+            (
+                &|| {
+                    swap("ind.cora.y", "ind.cora.ty");
+                },
+                "ind.cora.ty: 140 rows, but tx has 1000",
+            ),
+            (
+                &|| {
+                    swap("ind.cora.x", "ind.cora.allx");
+                },
+                "ind.cora.ally: 1708 rows, but allx has 140",
+            ),
         ];
-        let originals: Vec<(PathBuf, Vec<u8>)> =
-            std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()).map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect();
+        let originals: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect();
         for (damage, want) in cases {
             damage();
             let e = error(&dir);

@@ -118,7 +118,11 @@ impl DataSources {
             for candidate in wanted.candidates(place, is_root) {
                 match wanted.check(&candidate) {
                     Ok(()) => return Ok(candidate),
-                    Err(why) => tried.push(Tried { source: source.into(), location: Some(candidate.display().to_string()), why }),
+                    Err(why) => tried.push(Tried {
+                        source: source.into(),
+                        location: Some(candidate.display().to_string()),
+                        why,
+                    }),
                 }
             }
         }
@@ -260,7 +264,11 @@ impl Wanted<'_> {
 
     /// The one-line fix: where to put the files by hand, then `alternative`.
     fn fix(&self, sources: &DataSources, alternative: &str) -> String {
-        let home = sources.env.as_ref().or(sources.cache.as_ref()).map_or("$SPARSEGRAD_DATA".into(), |h| h.display().to_string());
+        let home = sources
+            .env
+            .as_ref()
+            .or(sources.cache.as_ref())
+            .map_or("$SPARSEGRAD_DATA".into(), |h| h.display().to_string());
         match self {
             Wanted::Planetoid { name, prefix } => format!(
                 "put ind.{prefix}.{{{}}} (from {PLANETOID_URL}) into {home}/planetoid/{name}/raw, {alternative}",

@@ -42,7 +42,9 @@ fn split_name(name: &str) -> Result<(&str, &str), DataError> {
     match name.split_once('/') {
         Some((group, matrix)) if plain(group) && plain(matrix) => Ok((group, matrix)),
         _ => Err(DataError::Invalid {
-            what: format!("{name:?} is not a SuiteSparse name `Group/Name` (as \"HB/bcsstk13\"): two plain names and a slash"),
+            what: format!(
+                "{name:?} is not a SuiteSparse name `Group/Name` (as \"HB/bcsstk13\"): two plain names and a slash"
+            ),
         }),
     }
 }

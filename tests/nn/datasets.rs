@@ -137,7 +137,10 @@ fn nowhere_lists_every_place_and_the_fix() {
     let text = Planetoid::from_sources(&sources, "PubMed").unwrap_err().to_string();
     assert!(text.contains("ind.pubmed.tx, ind.pubmed.allx, ind.pubmed.y, ind.pubmed.ty, ind.pubmed.ally, ind.pubmed.graph, ind.pubmed.test.index missing"), "{text}");
     let text = sparsegrad::io::suitesparse_from(&sources, "HB/nosuch").unwrap_err().to_string();
-    assert!(text.contains(&format!("1. the root argument ({}/HB/nosuch.mtx): no such file (nor .mtx.gz)", dir.display())), "{text}");
+    assert!(
+        text.contains(&format!("1. the root argument ({}/HB/nosuch.mtx): no such file (nor .mtx.gz)", dir.display())),
+        "{text}"
+    );
     assert!(text.contains("fix: unpack nosuch.mtx from https://sparse.tamu.edu/MM/HB/nosuch.tar.gz into"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -194,7 +197,12 @@ fn serve(files: Vec<(String, Vec<u8>)>) -> String {
             let text = String::from_utf8_lossy(&request);
             let path = text.split_whitespace().nth(1).unwrap_or("").to_owned();
             let answer = match files.iter().find(|(p, _)| *p == path) {
-                Some((_, body)) => [format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).into_bytes(), body.clone()].concat(),
+                Some((_, body)) => [
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())
+                        .into_bytes(),
+                    body.clone(),
+                ]
+                .concat(),
                 None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
             };
             let _ = stream.write_all(&answer);
@@ -234,7 +242,12 @@ fn downloads_are_checked_and_written_atomically() {
         progress: false,
         ..Download::default()
     };
-    let sources = DataSources { root: Some(dir.join("root")), cache: Some(dir.join("cache")), download: Some(download), ..nowhere() };
+    let sources = DataSources {
+        root: Some(dir.join("root")),
+        cache: Some(dir.join("cache")),
+        download: Some(download),
+        ..nowhere()
+    };
 
     // Into the root, in PyG's layout, then read as the checkout's copy reads.
     let g = Planetoid::from_sources(&sources, "Cora").unwrap_or_else(|e| panic!("{e}"));
@@ -242,12 +255,24 @@ fn downloads_are_checked_and_written_atomically() {
     assert_eq!((g.edges, g.features, g.labels), (theirs.edges, theirs.features, theirs.labels));
     for f in std::fs::read_dir(&raw).unwrap() {
         let f = f.unwrap();
-        assert_eq!(std::fs::read(dir.join("root/Cora/raw").join(f.file_name())).unwrap(), std::fs::read(f.path()).unwrap());
+        assert_eq!(
+            std::fs::read(dir.join("root/Cora/raw").join(f.file_name())).unwrap(),
+            std::fs::read(f.path()).unwrap()
+        );
     }
     // A damaged file fails its pinned sum, and is not left behind (nor its temporary file).
     let e = Planetoid::from_sources(&sources, "CiteSeer").unwrap_err().to_string();
-    assert!(e.contains("/data/ind.citeseer.x): ") && e.contains("expected d20de19150741e555de0ed037195630fc194114ebc7fd72ced62810148aa22f6: not the published file"), "{e}");
-    let left: Vec<String> = std::fs::read_dir(dir.join("root/CiteSeer/raw")).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(
+        e.contains("/data/ind.citeseer.x): ")
+            && e.contains(
+                "expected d20de19150741e555de0ed037195630fc194114ebc7fd72ced62810148aa22f6: not the published file"
+            ),
+        "{e}"
+    );
+    let left: Vec<String> = std::fs::read_dir(dir.join("root/CiteSeer/raw"))
+        .unwrap()
+        .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(left.is_empty(), "{left:?}");
     // A file the server does not have: its status.
     let e = Planetoid::from_sources(&sources, "PubMed").unwrap_err().to_string();

@@ -293,7 +293,9 @@ impl<'a> Machine<'a> {
             }
             (Value::Global(Global::Dtype), args) => Object::Dtype(self.dtype(args)?),
             (Value::Global(Global::DefaultDict), [Value::Global(Global::List)]) => Object::DefaultDict(Vec::new()),
-            (Value::Global(g), _) => return Err(self.fail(format_args!("{g:?} called with arguments it does not take"))),
+            (Value::Global(g), _) => {
+                return Err(self.fail(format_args!("{g:?} called with arguments it does not take")))
+            }
             _ => return Err(self.fail("calls a value that is not a known global")),
         };
         self.new_object(object)
@@ -316,7 +318,8 @@ impl<'a> Machine<'a> {
 
     /// A dtype's state `(3, order, None, None, None, elsize, alignment, flags)`.
     fn dtype_state(&self, d: Dtype, s: &[Value]) -> Result<Dtype, String> {
-        let [Value::Int(3), order, Value::None, Value::None, Value::None, Value::Int(_), Value::Int(_), Value::Int(_)] = s
+        let [Value::Int(3), order, Value::None, Value::None, Value::None, Value::Int(_), Value::Int(_), Value::Int(_)] =
+            s
         else {
             return Err(self.fail("a dtype state that is not (3, order, None, None, None, size, align, flags)"));
         };
@@ -351,7 +354,11 @@ impl<'a> Machine<'a> {
             return Err(self.fail("more than 32 dimensions"));
         }
         if len != data.len() {
-            return Err(self.fail(format_args!("shape {shape:?} of {}-byte elements needs {len} bytes, the data holds {}", dtype.size, data.len())));
+            return Err(self.fail(format_args!(
+                "shape {shape:?} of {}-byte elements needs {len} bytes, the data holds {}",
+                dtype.size,
+                data.len()
+            )));
         }
         Ok(ArrayData { shape, dtype: *dtype, fortran: *fortran, data: data.clone() })
     }
@@ -455,13 +462,22 @@ impl<'a> Machine<'a> {
                 }
             }
             b'q' | b'r' => {
-                let key = if self.op == b'q' { self.take_array::<1>()?[0].into() } else { u32::from_le_bytes(self.take_array()?) };
+                let key = if self.op == b'q' {
+                    self.take_array::<1>()?[0].into()
+                } else {
+                    u32::from_le_bytes(self.take_array()?)
+                };
                 let top = self.stack.last().cloned().ok_or_else(|| self.fail("memoises an empty stack"))?;
                 self.memo.insert(key, top);
             }
             b'h' | b'j' => {
-                let key = if self.op == b'h' { self.take_array::<1>()?[0].into() } else { u32::from_le_bytes(self.take_array()?) };
-                let v = self.memo.get(&key).cloned().ok_or_else(|| self.fail(format_args!("memo {key} was never set")))?;
+                let key = if self.op == b'h' {
+                    self.take_array::<1>()?[0].into()
+                } else {
+                    u32::from_le_bytes(self.take_array()?)
+                };
+                let v =
+                    self.memo.get(&key).cloned().ok_or_else(|| self.fail(format_args!("memo {key} was never set")))?;
                 self.push(v)?;
             }
             b'R' => self.reduce()?,

@@ -204,7 +204,8 @@ impl Pickle {
             },
             _ => None,
         };
-        let (rows, cols) = shape.ok_or_else(|| self.error(at, "the csr_matrix's `_shape` is not two non-negative integers"))?;
+        let (rows, cols) =
+            shape.ok_or_else(|| self.error(at, "the csr_matrix's `_shape` is not two non-negative integers"))?;
         let indptr = self.index_array(field("indptr")?, "indptr", usize::MAX)?;
         let (data_at, data) = self.array_data(field("data")?, "data")?;
         if data.shape.len() != 1 {
@@ -247,7 +248,9 @@ impl Pickle {
             };
             let mut neighbours = Vec::with_capacity(list.len());
             for x in list {
-                let x = node(x).ok_or_else(|| self.error(list_at, format_args!("a neighbour of node {key} is not a non-negative integer")))?;
+                let x = node(x).ok_or_else(|| {
+                    self.error(list_at, format_args!("a neighbour of node {key} is not a non-negative integer"))
+                })?;
                 neighbours.push(x);
             }
             match seen.entry(key) {

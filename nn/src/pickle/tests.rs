@@ -108,7 +108,10 @@ fn arrays_of_every_order_and_kind() {
 fn csr_matrices_are_checked() {
     let m = parse(Writer::default().csr((2, 3), &[0, 1, 3], &[2, 0, 1], &[1.5, 2.0, -1.0]).done()).unwrap();
     let m = m.csr_matrix().unwrap();
-    assert_eq!((m.rows, m.cols, m.indptr, m.indices, m.data), (2, 3, vec![0, 1, 3], vec![2, 0, 1], vec![1.5, 2.0, -1.0]));
+    assert_eq!(
+        (m.rows, m.cols, m.indptr, m.indices, m.data),
+        (2, 3, vec![0, 1, 3], vec![2, 0, 1], vec![1.5, 2.0, -1.0])
+    );
     let cases: [((i32, i32), &[i32], &[i32], &[f32], &str); 5] = [
         ((2, 3), &[0, 1, 3], &[2, 0, 3], &[1.0; 3], "indices[2] = 3 is outside 0..3"),
         ((2, 3), &[0, 2, 1], &[0, 1], &[1.0; 2], "indptr does not rise from 0 to the 2 entries"),
@@ -126,7 +129,10 @@ fn csr_matrices_are_checked() {
 fn refuses_what_it_does_not_know_naming_offset_and_opcode() {
     let w = Writer::default;
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (w().global("os", "system").done(), "byte 2: opcode GLOBAL (0x63): global `os.system` is not one this reader knows"),
+        (
+            w().global("os", "system").done(),
+            "byte 2: opcode GLOBAL (0x63): global `os.system` is not one this reader knows",
+        ),
         (w().op(b"I1\n").done(), "byte 2: opcode 0x49: not an opcode of the pickles this reader knows"),
         (vec![0x80, 4, b'N', b'.'], "byte 0: opcode PROTO (0x80): protocol 4"),
         (vec![0x80, 2, b'N'], "byte 3: the input ends before STOP"),
@@ -140,11 +146,23 @@ fn refuses_what_it_does_not_know_naming_offset_and_opcode() {
         (w().op(b"h\x07").done(), "byte 2: opcode BINGET (0x68): memo 7 was never set"),
         (w().op(b"T\xff\xff\xff\x7f").done(), "byte 2: opcode BINSTRING (0x54): needs 2147483647 bytes, 1 remain"),
         (w().op(b"T\xff\xff\xff\xff").done(), "byte 2: opcode BINSTRING (0x54): negative length -1"),
-        (w().op(b"cnumpy\ndtype\n").short_str(b"O8").int(0).int(1).op(&[0x87, b'R']).done(), "dtype \"O8\" is not a numeric type"),
-        (w().global("numpy", "ndarray").op(b")R").done(), "opcode REDUCE (0x52): Ndarray called with arguments it does not take"),
-        (w().global("collections", "defaultdict").op(b")").op(&[0x81]).done(), "NEWOBJ (0x81): creates an object other than csr_matrix()"),
+        (
+            w().op(b"cnumpy\ndtype\n").short_str(b"O8").int(0).int(1).op(&[0x87, b'R']).done(),
+            "dtype \"O8\" is not a numeric type",
+        ),
+        (
+            w().global("numpy", "ndarray").op(b")R").done(),
+            "opcode REDUCE (0x52): Ndarray called with arguments it does not take",
+        ),
+        (
+            w().global("collections", "defaultdict").op(b")").op(&[0x81]).done(),
+            "NEWOBJ (0x81): creates an object other than csr_matrix()",
+        ),
         (w().op(b"]N").op(b"b").done(), "opcode BUILD (0x62): sets the state of an object that takes none"),
-        (w().array("i4", "<", &[3], &[0; 8], false).done(), "shape [3] of 4-byte elements needs 12 bytes, the data holds 8"),
+        (
+            w().array("i4", "<", &[3], &[0; 8], false).done(),
+            "shape [3] of 4-byte elements needs 12 bytes, the data holds 8",
+        ),
         (w().array("i4", "<", &[65536, 65536, 65536, 65536], &[0; 8], false).done(), "the array's size overflows"),
         (w().array("i4", "<", &[-2], &[], false).done(), "negative dimension -2"),
     ];
@@ -158,14 +176,18 @@ fn refuses_what_it_does_not_know_naming_offset_and_opcode() {
 fn bounds_the_stack_the_marks_and_the_memo() {
     // A million NONEs: the stack stops at MAX_STACK.
     let e = refusal(Writer::default().op(&vec![b'N'; MAX_STACK + 1]).done());
-    assert!(e.contains(&format!("byte {}: opcode NONE (0x4e): the stack grows past {MAX_STACK} values", MAX_STACK + 2)), "{e}");
+    assert!(
+        e.contains(&format!("byte {}: opcode NONE (0x4e): the stack grows past {MAX_STACK} values", MAX_STACK + 2)),
+        "{e}"
+    );
     let e = refusal(Writer::default().op(&[b'('; MAX_MARKS + 1]).done());
     assert!(e.contains(&format!("more than {MAX_MARKS} marks open")), "{e}");
     // Memo keys near 2^32 allocate nothing: a map, not a table.
     let p = parse(Writer::default().op(b"]r\xff\xff\xff\xffj\xff\xff\xff\xff").op(b"a").done()).unwrap();
     assert!(p.adjacency().is_err(), "a list, not a dict");
     // A list appended to itself: a cycle, read without recursing.
-    let e = parse(Writer::default().op(b"}").op(b"(K\x01]q\x00h\x00a").op(b"u").done()).unwrap().adjacency().unwrap_err();
+    let e =
+        parse(Writer::default().op(b"}").op(b"(K\x01]q\x00h\x00a").op(b"u").done()).unwrap().adjacency().unwrap_err();
     assert!(e.to_string().contains("a neighbour of node 1 is not a non-negative integer"), "{e}");
 }
 
