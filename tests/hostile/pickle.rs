@@ -101,8 +101,18 @@ fn fuzz_input(rng: &mut Rng, files: &[Vec<u8>]) -> Vec<u8> {
     for _ in 0..1 + rng.below(6) {
         let at = rng.below(b.len().max(1));
         match rng.below(7) {
-            0 => b[at.min(b.len() - 1)] ^= 1 << rng.below(8),
-            1 => b[at.min(b.len() - 1)] = [0, 0xff, 0x7f, 0x80, b'(', b'.', b'R'][rng.below(7)],
+            0 => {
+                let bit = 1 << rng.below(8);
+                if let Some(byte) = b.get_mut(at) {
+                    *byte ^= bit;
+                }
+            }
+            1 => {
+                let value = [0, 0xff, 0x7f, 0x80, b'(', b'.', b'R'][rng.below(7)];
+                if let Some(byte) = b.get_mut(at) {
+                    *byte = value;
+                }
+            }
             2 => b.truncate(at),
             3 => {
                 let len = rng.below(64).min(b.len() - at);

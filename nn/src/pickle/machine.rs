@@ -507,8 +507,11 @@ impl<'a> Machine<'a> {
     }
 }
 
+/// What a run leaves: the arena of objects (each with the offset that made it) and the result.
+pub(super) type Run = (Vec<(usize, Object)>, Value);
+
 /// Runs `bytes` to its `STOP`: the arena and the result, or the offset and what is wrong there.
-pub(super) fn run(bytes: &[u8]) -> Result<(Vec<(usize, Object)>, Value), (usize, String)> {
+pub(super) fn run(bytes: &[u8]) -> Result<Run, (usize, String)> {
     let mut m = Machine {
         bytes,
         pos: 0,

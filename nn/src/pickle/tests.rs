@@ -112,7 +112,9 @@ fn csr_matrices_are_checked() {
         (m.rows, m.cols, m.indptr, m.indices, m.data),
         (2, 3, vec![0, 1, 3], vec![2, 0, 1], vec![1.5, 2.0, -1.0])
     );
-    let cases: [((i32, i32), &[i32], &[i32], &[f32], &str); 5] = [
+    // (shape, indptr, indices, data, what the error says)
+    type Case<'a> = ((i32, i32), &'a [i32], &'a [i32], &'a [f32], &'a str);
+    let cases: [Case; 5] = [
         ((2, 3), &[0, 1, 3], &[2, 0, 3], &[1.0; 3], "indices[2] = 3 is outside 0..3"),
         ((2, 3), &[0, 2, 1], &[0, 1], &[1.0; 2], "indptr does not rise from 0 to the 2 entries"),
         ((3, 3), &[0, 1, 2], &[0, 1], &[1.0; 2], "indptr has 3 entries for 3 rows"),
