@@ -144,8 +144,8 @@ impl DataSources {
             (Some(d), Some((home, is_root))) => match fetch(wanted, d, home, is_root) {
                 Ok(path) => return Ok(path),
                 Err(e) => {
-                    let at = wanted.url(d);
-                    tried.push(Tried { source: "download".into(), location: Some(at), why: download_why(e) });
+                    let (at, why) = download_why(e, wanted.url(d));
+                    tried.push(Tried { source: "download".into(), location: Some(at), why });
                     wanted.fix(self, "or retry with a working connection")
                 }
             },
@@ -154,11 +154,12 @@ impl DataSources {
     }
 }
 
-/// The message of a failed download, without the address the report already shows.
-fn download_why(e: DataError) -> String {
+/// The address that failed (the one file of a set, where one did) and why; `url` (the set's
+/// address) where the error names none.
+fn download_why(e: DataError, url: String) -> (String, String) {
     match e {
-        DataError::Download { what, .. } => what,
-        e => e.to_string(),
+        DataError::Download { url, what } => (url, what),
+        e => (url, e.to_string()),
     }
 }
 
