@@ -282,3 +282,30 @@ pub(crate) fn reduce4(
     let w = _mm512_add_ps(z, _mm512_shuffle_f32x4::<0b1011_0001>(z, z));
     _mm512_castps512_ps128(w)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{select, supported, Isa};
+
+    /// No request gives the best path; a supported name gives that path; an unknown name and a
+    /// path the CPU lacks are errors that name the request and list what the CPU has.
+    #[test]
+    fn select_follows_the_request_within_what_the_cpu_has() {
+        let paths = supported();
+        assert_eq!(paths.last(), Some(&Isa::Portable));
+        assert_eq!(select(None), Ok(paths[0]));
+        assert_eq!(select(Some("  ")), Ok(paths[0]));
+        for &isa in &paths {
+            assert_eq!(select(Some(isa.name())), Ok(isa));
+        }
+        let e = select(Some("sse9")).unwrap_err();
+        assert_eq!((e.requested.as_str(), &e.supported), ("sse9", &paths));
+        assert!(e.to_string().contains("SPARSEGRAD_ISA=\"sse9\": not a path (avx512, avx2 or portable)"), "{e}");
+        for isa in Isa::ALL.into_iter().filter(|i| !paths.contains(i)) {
+            let e = select(Some(isa.name())).unwrap_err();
+            assert!(e.to_string().contains("this CPU lacks that path"), "{e}");
+        }
+        let names: Vec<&str> = paths.iter().map(|i| i.name()).collect();
+        assert!(e.to_string().ends_with(&format!("this CPU supports {}", names.join(", "))), "{e}");
+    }
+}
