@@ -212,13 +212,22 @@ impl Gat {
         h
     }
 
-    /// The sum of squares of every weight and attention vector (biases excluded): the paper's
-    /// L2 penalty, to be scaled by the weight decay and added to the loss.
+    /// The sum of squares of every parameter (weights, attention vectors and biases): the
+    /// paper's L2 penalty, to be scaled by half the weight decay and added to the loss. The
+    /// paper's code regularises every trainable variable (its bias filter compares full variable
+    /// names and so never matches), as PyG's example does with Adam's `weight_decay`.
     pub fn l2_penalty(&self) -> Tensor<1> {
         let sq = |t: Tensor<2>| (t.clone() * t).sum();
+        let sq1 = |t: Tensor<1>| (t.clone() * t).sum();
         self.layers
             .iter()
-            .map(|l| sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val()))
+            .map(|l| {
+                let w = sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val());
+                match &l.bias {
+                    Some(b) => w + sq1(b.val()),
+                    None => w,
+                }
+            })
             .reduce(|a, b| a + b)
             .expect("at least one layer")
     }
