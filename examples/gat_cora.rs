@@ -1,7 +1,8 @@
 //! GAT (`sparsegrad::nn::models::Gat`) on a Planetoid graph (Cora by default, `--dataset
 //! cora|citeseer|pubmed`, `--root DIR`) with the paper's settings (Veličković et al. 2018): 8
 //! heads x 8 hidden units with ELU, one output head (eight averaged on PubMed, with lr 0.01 and
-//! weight decay 0.001 there), dropout 0.6 on the inputs and on the attention coefficients, Adam with
+//! weight decay 0.001 there), dropout 0.6 on the inputs, on the attention coefficients and (as the
+//! paper's code does) on each head's projected features where they are aggregated, Adam with
 //! lr 0.005 and weight decay 5e-4 as an L2 penalty on every parameter (biases included, as the
 //! paper's code and PyG's example), and the paper's early stopping: patience 100, restarted when
 //! the validation accuracy or loss matches or beats its best so far; the model tested is the last
@@ -52,11 +53,14 @@ struct Args {
     device: device::DeviceArgs,
 }
 
-/// The paper's model: 8 heads x 8 features, dropout 0.6; on PubMed 8 output heads.
+/// The paper's model: 8 heads x 8 features, dropout 0.6 (inputs, attention coefficients and, as
+/// in its code, the projected features); on PubMed 8 output heads.
 fn model(g: &Planetoid, dataset: dataset::Dataset, device: &Device) -> Gat {
     let output_heads = if dataset == dataset::Dataset::Pubmed { 8 } else { 1 };
     GatConfig::new(g.num_features, g.num_classes)
         .with_output_heads(output_heads)
+        // The paper's code drops each head's projected features out where they are aggregated.
+        .with_feature_dropout(0.6)
         .init(device)
         .expect("a valid configuration")
 }

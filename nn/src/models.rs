@@ -147,6 +147,10 @@ pub struct GatConfig {
     /// Dropout on the inputs, every hidden layer and the attention coefficients while training.
     #[config(default = 0.6)]
     pub dropout: f64,
+    /// Dropout on each head's projected features where they are aggregated
+    /// ([`GatConvConfig::feature_dropout`]; the paper's code uses `dropout` there, PyG none).
+    #[config(default = 0.0)]
+    pub feature_dropout: f64,
 }
 
 /// A graph attention network: ELU between the layers, dropout before every layer and on the
@@ -163,10 +167,13 @@ pub struct Gat {
 
 impl GatConfig {
     /// A new model on `device`. Errors when `num_layers`, `heads` or `output_heads` is 0 or
-    /// `dropout` is not in `[0, 1)`.
+    /// `dropout` or `feature_dropout` is not in `[0, 1)`.
     pub fn init(&self, device: &Device) -> Checked<Gat> {
         const OP: &str = "GatConfig::init";
         check(OP, self.num_layers, self.dropout)?;
+        if !(0.0..1.0).contains(&self.feature_dropout) {
+            return Err(invalid(OP, format!("feature_dropout = {} is not in [0, 1)", self.feature_dropout)));
+        }
         if self.heads == 0 || self.output_heads == 0 {
             return Err(invalid(
                 OP,
@@ -181,7 +188,7 @@ impl GatConfig {
                 } else {
                     GatConvConfig::new(d_in, self.d_hidden).with_heads(self.heads)
                 };
-                config.with_dropout(self.dropout).init(device)
+                config.with_dropout(self.dropout).with_feature_dropout(self.feature_dropout).init(device)
             })
             .collect();
         Ok(Gat {

@@ -220,6 +220,7 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
         ("gcn dropout", GcnConfig::new(5, 3).with_dropout(1.0).init(&device).err()),
         ("gat layers", GatConfig::new(5, 3).with_num_layers(0).init(&device).err()),
         ("gat dropout", GatConfig::new(5, 3).with_dropout(-0.1).init(&device).err()),
+        ("gat feature dropout", GatConfig::new(5, 3).with_feature_dropout(1.0).init(&device).err()),
         ("gat heads", GatConfig::new(5, 3).with_heads(0).init(&device).err()),
         ("gat output heads", GatConfig::new(5, 3).with_output_heads(0).init(&device).err()),
     ] {
