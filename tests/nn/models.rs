@@ -208,11 +208,8 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
             let b = l.bias.as_ref().expect("a bias").val();
             floats(b.clone() * b).iter().sum::<f64>()
         };
-        let l2: f64 = gat
-            .layers
-            .iter()
-            .map(|l| sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val()) + bias(l))
-            .sum();
+        let l2: f64 =
+            gat.layers.iter().map(|l| sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val()) + bias(l)).sum();
         near(&floats(gat.l2_penalty()), &[l2], 1e-5, "l2");
     }
     for (what, e) in [
