@@ -18,7 +18,10 @@ pub enum SparseError {
         /// The entry (column of `indices`, or position in a plain index tensor).
         position: usize,
         /// The offending value.
-        value: i64,
+        ///
+        /// Wide enough for any `i64` index value and any `usize` index argument, so every path
+        /// reports the value it was given (a `usize` above `i64::MAX` would wrap in an `i64`).
+        value: i128,
         /// The size of the dimension.
         size: usize,
     },
