@@ -67,7 +67,7 @@ impl SparseTensor<2> {
     }
 
     /// The matrix as a `sprs` `CsMat` with values of type `N` (converted from the tensor's
-    /// dtype, as burn's `TensorData::convert` does): a CSC tensor as a CSC matrix, every other
+    /// dtype, as burn's `TensorData::try_into_vec_as` casts): a CSC tensor as a CSC matrix, every other
     /// layout as CSR (COO, BSR and BSC converted first, duplicates summed). The values are read
     /// to the host. A tensor with batch or dense dims is an error: a `CsMat` is a plain matrix.
     ///
@@ -96,14 +96,13 @@ impl SparseTensor<2> {
         self.check_invariants()?;
         let csc = self.layout() == Layout::Csc;
         let m = if csc || self.layout() == Layout::Csr { self.clone() } else { self.to_layout(Layout::Csr, None)? };
-        let (compressed, plain) = m.compressed_indices_flat().ok_or(SparseError::UnsupportedLayout {
-            operation,
-            layout: m.layout().name(),
-        })?;
+        let (compressed, plain) = m
+            .compressed_indices_flat()
+            .ok_or(SparseError::UnsupportedLayout { operation, layout: m.layout().name() })?;
         // Checked indices lie in 0..=nse and 0..size: each fits usize.
         let to_usize = |v: Vec<i64>| v.into_iter().map(|i| i as usize).collect::<Vec<usize>>();
         let (indptr, indices) = (to_usize(read_i64(&compressed)), to_usize(read_i64(&plain)));
-        let data = m.values_flat().into_data().convert::<N>().into_vec::<N>().map_err(|e| SparseError::InvalidArgument {
+        let data = m.values_flat().into_data().try_into_vec_as::<N>().map_err(|e| SparseError::InvalidArgument {
             operation,
             message: format!("the values do not read as {}: {e:?}", std::any::type_name::<N>()),
         })?;

@@ -74,7 +74,7 @@ pub fn read_sparse_with(
 /// let text = "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 1 4\n2 1 -1.5\n";
 /// let options = ReadOptions::default();
 /// let a = read_sparse_from(text.as_bytes(), &options, Layout::Csr, None, FloatDType::F64, &Device::flex())?;
-/// assert_eq!(a.to_dense().into_data().to_vec::<f64>().unwrap(), [4.0, -1.5, -1.5, 0.0]);
+/// assert_eq!(a.to_dense().into_data().try_to_vec::<f64>().unwrap(), [4.0, -1.5, -1.5, 0.0]);
 /// # Ok::<(), sparsegrad_nn::DataError>(())
 /// ```
 pub fn read_sparse_from(

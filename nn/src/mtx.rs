@@ -93,7 +93,11 @@ impl<'a> Lines<'a> {
     /// Gzip is recognised by the stream's first two bytes, not by a name: a file called
     /// `x.mtx.gz` may be plain and one called `x.mtx` compressed. The bytes read to look are
     /// put back in front of the stream.
-    pub(crate) fn from_reader(name: PathBuf, mut reader: Box<dyn Read + 'a>, len: Option<u64>) -> Result<Self, DataError> {
+    pub(crate) fn from_reader(
+        name: PathBuf,
+        mut reader: Box<dyn Read + 'a>,
+        len: Option<u64>,
+    ) -> Result<Self, DataError> {
         let mut head = [0u8; 2];
         let mut got = 0;
         // A reader may hand out one byte at a time: read until two or the end.
@@ -971,7 +975,12 @@ mod tests {
         // The same file, finite values only: the first non-finite value is named with its line.
         let finite = ReadOptions { allow_non_finite: false, ..ReadOptions::default() };
         let e = read_mtx_with(&path, &finite).unwrap_err().to_string();
-        assert!(e.ends_with("skew_fp64.mtx:4: value \"nan\" is not finite (refused: `ReadOptions::allow_non_finite` is false)"), "{e}");
+        assert!(
+            e.ends_with(
+                "skew_fp64.mtx:4: value \"nan\" is not finite (refused: `ReadOptions::allow_non_finite` is false)"
+            ),
+            "{e}"
+        );
         std::fs::write(&path, "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 1e999\n").unwrap();
         assert!(read_mtx_with(&path, &finite).unwrap_err().to_string().contains("value \"1e999\" is not finite"));
         // Finite values read the same either way.
@@ -984,9 +993,12 @@ mod tests {
         let e = read_mtx_array_from(array.as_bytes(), &finite).unwrap_err().to_string();
         assert!(e.starts_with("<reader>:3: value \"NaN\" is not finite"), "{e}");
         // An integer field has no NaN.
-        let e = read_mtx_from("%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 nan\n".as_bytes(), &ReadOptions::default())
-            .unwrap_err()
-            .to_string();
+        let e = read_mtx_from(
+            "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 nan\n".as_bytes(),
+            &ReadOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.ends_with("<reader>:3: value \"nan\" is not an integer"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1022,7 +1034,10 @@ mod tests {
         let dir = temp_dir("magic");
         let text = "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 3 2.5\n2 1 -4\n";
         let want = |m: MatrixMarket| {
-            assert_eq!((m.rows, m.cols, m.entries.clone(), m.values.clone()), (2, 3, vec![(0, 2), (1, 0)], vec![2.5, -4.0]))
+            assert_eq!(
+                (m.rows, m.cols, m.entries.clone(), m.values.clone()),
+                (2, 3, vec![(0, 2), (1, 0)], vec![2.5, -4.0])
+            )
         };
         let gz = gz_bytes(text);
         std::fs::write(dir.join("x.mtx.gz"), &gz).unwrap();

@@ -7,8 +7,8 @@
 use burn::tensor::{Device, FloatDType, Tensor};
 use flate2::write::GzEncoder;
 use sparsegrad::io::{
-    read_dense, read_dense_from, read_sparse, read_sparse_from, read_sparse_with, write_sparse, write_sparse_to, MtxField,
-    MtxSymmetry, ReadOptions,
+    read_dense, read_dense_from, read_sparse, read_sparse_from, read_sparse_with, write_sparse, write_sparse_to,
+    MtxField, MtxSymmetry, ReadOptions,
 };
 use sparsegrad::prelude::*;
 use std::collections::BTreeMap;
@@ -227,7 +227,8 @@ fn non_finite_values_reach_the_tensor_unless_refused() {
     for dtype in [FloatDType::F64, FloatDType::F32] {
         let a = read_sparse(&path, Layout::Csr, None, dtype, &device()).unwrap();
         let got: Vec<((usize, usize), f64)> = entries(&a).into_iter().collect();
-        let want = [((0, 1), f64::NAN), ((0, 2), -inf), ((1, 0), f64::NAN), ((1, 2), 2.5), ((2, 0), inf), ((2, 1), -2.5)];
+        let want =
+            [((0, 1), f64::NAN), ((0, 2), -inf), ((1, 0), f64::NAN), ((1, 2), 2.5), ((2, 0), inf), ((2, 1), -2.5)];
         assert_eq!(got.len(), want.len(), "{dtype:?}");
         for ((gk, gv), (wk, wv)) in got.iter().zip(want) {
             assert!(*gk == wk && ((gv.is_nan() && wv.is_nan()) || *gv == wv), "{dtype:?}: {got:?}");
@@ -235,7 +236,10 @@ fn non_finite_values_reach_the_tensor_unless_refused() {
     }
     let finite = ReadOptions { allow_non_finite: false, ..ReadOptions::default() };
     let e = read_sparse_with(&path, &finite, Layout::Csr, None, FloatDType::F64, &device()).unwrap_err().to_string();
-    assert!(e.ends_with("skew_fp64.mtx:4: value \"NaN\" is not finite (refused: `ReadOptions::allow_non_finite` is false)"), "{e}");
+    assert!(
+        e.ends_with("skew_fp64.mtx:4: value \"NaN\" is not finite (refused: `ReadOptions::allow_non_finite` is false)"),
+        "{e}"
+    );
     // A dense `array` file from a reader, the same way.
     let array = "%%MatrixMarket matrix array real general\n1 3\n-Infinity\n1\nnan\n";
     let d = read_dense_from(array.as_bytes(), &ReadOptions::default(), FloatDType::F64, &device()).unwrap();

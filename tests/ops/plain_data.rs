@@ -164,7 +164,10 @@ fn sprs_round_trips_both_ways() {
         let s = SparseTensor::from_sprs(&m, &d).unwrap();
         let back: sprs::CsMat<f64> = s.to_sprs().unwrap();
         assert_eq!(back.is_csr(), m.is_csr());
-        assert_eq!((back.shape(), back.indptr().raw_storage(), back.indices()), (m.shape(), m.indptr().raw_storage(), m.indices()));
+        assert_eq!(
+            (back.shape(), back.indptr().raw_storage(), back.indices()),
+            (m.shape(), m.indptr().raw_storage(), m.indices())
+        );
         let bits = |m: &sprs::CsMat<f64>| m.data().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&back), bits(&m), "csr: {}", m.is_csr());
         let via_trait = sprs::CsMat::<f64>::try_from(&s).unwrap();
@@ -182,7 +185,8 @@ fn sprs_round_trips_both_ways() {
     let m32: sprs::CsMat<f32> = SparseTensor::from_sprs(&csr, &d).unwrap().to_sprs().unwrap();
     assert_eq!(m32.data(), &[3.0f32, -1e-300f64 as f32, 4.0, 5.0][..]);
     // Dense dims do not fit a CsMat.
-    let hybrid = SparseTensor::coo(int_on(&[0, 1], [1, 2], &d), f64s_plain(&[1.0, 2.0, 3.0, 4.0]).reshape([2, 2]), [2, 2]);
+    let hybrid =
+        SparseTensor::coo(int_on(&[0, 1], [1, 2], &d), f64s_plain(&[1.0, 2.0, 3.0, 4.0]).reshape([2, 2]), [2, 2]);
     let e = hybrid.unwrap().to_sprs::<f64>().unwrap_err().to_string();
     assert!(e.contains("to_sprs") && e.contains("1 dense dims"), "{e}");
 }
