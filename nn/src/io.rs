@@ -50,7 +50,7 @@ pub fn read_sparse(
     read_sparse_with(path, &ReadOptions::default(), layout, blocksize, dtype, device)
 }
 
-/// [`read_sparse`] with `options` (`ReadOptions { allow_non_finite: false, .. }` refuses `nan`
+/// [`read_sparse`] with `options` (`ReadOptions::default().allow_non_finite(false)` refuses `nan`
 /// and infinite values, naming the file and line).
 pub fn read_sparse_with(
     path: impl AsRef<Path>,

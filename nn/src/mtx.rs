@@ -39,9 +39,11 @@ pub const READER_NAME: &str = "<reader>";
 
 /// How the Matrix Market readers treat what scipy accepts but a caller may not want.
 ///
-/// Build it from the default, which accepts what scipy's `mmread` accepts:
-/// `ReadOptions { allow_non_finite: false, ..ReadOptions::default() }`.
+/// Built from the default, which accepts what scipy's `mmread` accepts, one setting at a time
+/// (`ReadOptions::default().allow_non_finite(false)`): non-exhaustive, so a later option does
+/// not break a caller's code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Whether a `real` value may be `nan`, `inf`, `-inf` or `infinity` (any case, as scipy and
     /// numpy take them), or overflow to an infinity (`1e999`). Default `true`; with `false` such
@@ -52,6 +54,14 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     fn default() -> Self {
         Self { allow_non_finite: true }
+    }
+}
+
+impl ReadOptions {
+    /// These options with [`Self::allow_non_finite`] set to `allow`.
+    pub fn allow_non_finite(mut self, allow: bool) -> Self {
+        self.allow_non_finite = allow;
+        self
     }
 }
 
@@ -415,7 +425,7 @@ pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
     read_mtx_with(path, &ReadOptions::default())
 }
 
-/// [`read_mtx`] with `options`: `ReadOptions { allow_non_finite: false, .. }` refuses `nan` and
+/// [`read_mtx`] with `options`: `ReadOptions::default().allow_non_finite(false)` refuses `nan` and
 /// infinite values.
 pub fn read_mtx_with(path: &Path, options: &ReadOptions) -> Result<MatrixMarket, DataError> {
     read_mtx_lines(Lines::open(path)?, options)
@@ -430,7 +440,7 @@ pub fn read_mtx_with(path: &Path, options: &ReadOptions) -> Result<MatrixMarket,
 /// let text = "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 NaN\n2 1 -inf\n";
 /// let m = read_mtx_from(text.as_bytes(), &ReadOptions::default())?;
 /// assert!(m.values[0].is_nan() && m.values[1] == f64::NEG_INFINITY);
-/// let finite = ReadOptions { allow_non_finite: false, ..ReadOptions::default() };
+/// let finite = ReadOptions::default().allow_non_finite(false);
 /// assert!(read_mtx_from(text.as_bytes(), &finite).unwrap_err().to_string().starts_with("<reader>:3: "));
 /// # Ok::<(), sparsegrad_nn::DataError>(())
 /// ```
@@ -973,7 +983,7 @@ mod tests {
         assert_eq!(g.entries[..4], [(1, 0), (0, 1), (2, 0), (0, 2)]);
         assert!(same(&g.values[..6], &[f64::NAN, f64::NAN, inf, -inf, -inf, inf]), "{:?}", g.values);
         // The same file, finite values only: the first non-finite value is named with its line.
-        let finite = ReadOptions { allow_non_finite: false, ..ReadOptions::default() };
+        let finite = ReadOptions::default().allow_non_finite(false);
         let e = read_mtx_with(&path, &finite).unwrap_err().to_string();
         assert!(
             e.ends_with(

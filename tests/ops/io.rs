@@ -213,7 +213,7 @@ fn write_sparse_refuses_what_the_banner_cannot_say() {
 
 /// `nan` and infinities in a `real` file reach the tensor as scipy's `mmread` gives them (a
 /// LAGraph-style `skew_fp64.mtx`: skew-symmetric, the mirrored entries negated), in `f64` and
-/// cast to `f32`; `ReadOptions { allow_non_finite: false, .. }` refuses the file naming its line.
+/// cast to `f32`; `ReadOptions::default().allow_non_finite(false)` refuses the file naming its line.
 #[test]
 fn non_finite_values_reach_the_tensor_unless_refused() {
     let dir = temp_dir("nonfinite");
@@ -234,7 +234,7 @@ fn non_finite_values_reach_the_tensor_unless_refused() {
             assert!(*gk == wk && ((gv.is_nan() && wv.is_nan()) || *gv == wv), "{dtype:?}: {got:?}");
         }
     }
-    let finite = ReadOptions { allow_non_finite: false, ..ReadOptions::default() };
+    let finite = ReadOptions::default().allow_non_finite(false);
     let e = read_sparse_with(&path, &finite, Layout::Csr, None, FloatDType::F64, &device()).unwrap_err().to_string();
     assert!(
         e.ends_with("skew_fp64.mtx:4: value \"NaN\" is not finite (refused: `ReadOptions::allow_non_finite` is false)"),

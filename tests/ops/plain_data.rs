@@ -174,7 +174,7 @@ fn sprs_round_trips_both_ways() {
         assert_eq!(via_trait, back);
     }
     // COO with a duplicate, and BSR: as CSR, duplicates summed; f32 values read as f32.
-    let coo = SparseTensor::coo_from_vecs(&[[1i64, 0], [0, 1], [1, 0]], vec![2.0f32, -3.0, 0.5], [2, 2], &d).unwrap();
+    let coo = SparseTensor::coo_from_vecs([[1i64, 0], [0, 1], [1, 0]], vec![2.0f32, -3.0, 0.5], [2, 2], &d).unwrap();
     let m: sprs::CsMat<f32> = coo.to_sprs().unwrap();
     assert!(m.is_csr());
     assert_eq!((m.indptr().raw_storage(), m.indices(), m.data()), (&[0, 1, 2][..], &[1, 0][..], &[-3.0f32, 2.5][..]));
