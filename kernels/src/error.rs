@@ -195,6 +195,14 @@ pub enum SparseError {
         /// What is wrong.
         message: String,
     },
+    /// A device of a burn backend the sparse ops have no kernels for in this build (burn itself
+    /// would panic at the first op with "Backend not supported for custom op").
+    UnsupportedBackend {
+        /// The device, as burn prints it (`NdArray(Cpu)`, `Cube(Wgpu(..))`).
+        device: String,
+        /// The backends this build runs on, and how to add the others.
+        supported: &'static str,
+    },
 }
 
 impl fmt::Display for SparseError {
@@ -208,6 +216,9 @@ impl fmt::Display for SparseError {
                     "row {row}, columns {column}..{}: {nonzeros} non-zeros in a group of {m}, the {pattern} pattern keeps at most {n}",
                     column + m.parse::<usize>().unwrap_or(1) - 1
                 )
+            }
+            UnsupportedBackend { device, supported } => {
+                write!(f, "device {device}: sparsegrad has no kernels for its backend; this build supports {supported}")
             }
             IndexOutOfBounds { component, dim, position, value, size } => write!(
                 f,

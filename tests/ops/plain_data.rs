@@ -236,3 +236,23 @@ fn serde_round_trips_every_layout_and_refuses_bad_bytes() {
     let e = serde_json::from_value::<SparseTensor<2>>(forged).unwrap_err().to_string();
     assert!(e.contains("marked coalesced"), "{e}");
 }
+
+/// A tensor enters the library through a constructor, which checks its device's backend once:
+/// Flex passes with and without autodiff (and the constructors build on it); another backend is
+/// an `UnsupportedBackend` error naming the device and the backends of this build, where burn
+/// would panic with "Backend not supported for custom op" at the first kernel.
+#[test]
+fn constructors_check_the_backend_once() {
+    use sparsegrad::backend::util::{check_backend, SUPPORTED_BACKENDS};
+    assert_eq!(check_backend(&burn::tensor::Device::flex()), Ok(()));
+    assert_eq!(check_backend(&burn::tensor::Device::flex().autodiff()), Ok(()));
+    assert_eq!(check_backend(&dev()), Ok(()));
+    assert!(SUPPORTED_BACKENDS.starts_with("Flex (`Device::flex()`)"), "{SUPPORTED_BACKENDS}");
+    let e = SparseError::UnsupportedBackend { device: "NdArray(Cpu)".into(), supported: SUPPORTED_BACKENDS };
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "device NdArray(Cpu): sparsegrad has no kernels for its backend; this build supports {SUPPORTED_BACKENDS}"
+        )
+    );
+}
