@@ -337,7 +337,8 @@ pub fn try_mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Result<Tensor<2
 
 /// torch's `sparse.addmm(input, mat1, mat2, beta, alpha)`: `beta * input + alpha * (mat1 @ mat2)`;
 /// `input` broadcasts to the product's shape. As torch, with `beta = 0` the input's values are
-/// ignored (its NaN and infinities are not propagated) and its gradient is zeros of its shape. Panics on mismatched shapes (see [`try_addmm`]).
+/// ignored (its NaN and infinities are not propagated) and its gradient is zeros of its shape.
+/// Panics on mismatched shapes (see [`try_addmm`]).
 ///
 /// ```
 /// use burn::tensor::{Device, Tensor};

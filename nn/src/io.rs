@@ -1,16 +1,18 @@
 //! Matrix Market files to and from tensors: [`read_sparse`] (a `coordinate` file into a
 //! `SparseTensor` in the layout asked for; [`read_sparse_from`] from any [`Read`],
 //! [`read_sparse_with`] with [`ReadOptions`]), [`read_dense`] (an `array` file into a dense
-//! tensor; [`read_dense_from`], [`read_dense_with`]) and [`write_sparse`] / [`write_sparse_to`] (a sparse matrix out as `coordinate real`,
-//! `integer` or `pattern`, `general`, `symmetric` or `skew-symmetric`), and [`suitesparse`]: a
-//! matrix of the SuiteSparse collection by name, found or fetched (feature `datasets`).
+//! tensor; [`read_dense_from`], [`read_dense_with`]) and [`write_sparse`] / [`write_sparse_to`]
+//! (a sparse matrix out as `coordinate real`, `integer` or `pattern`, `general`, `symmetric` or
+//! `skew-symmetric`), and [`suitesparse`]: a matrix of the SuiteSparse collection by name, found
+//! or fetched (feature `datasets`).
 //!
 //! The parsing is `mtx`'s (streaming, bounded by what the file holds, every problem a
 //! [`DataError`] naming the file and line; gzip recognised by its magic bytes; `nan` and
 //! infinities taken as scipy takes them unless [`ReadOptions`] refuses them); this module only
-//! turns its entries into tensors and back. Values are read as `f64` and cast to the dtype asked for (the caller's explicit choice);
-//! indices are `int64`. Written values use Rust's shortest representation that reads back to the
-//! same `f64`, so a write followed by a read gives the same tensor bit for bit.
+//! turns its entries into tensors and back. Values are read as `f64` and cast to the dtype asked
+//! for (the caller's explicit choice); indices are `int64`. Written values use Rust's shortest
+//! representation that reads back to the same `f64`, so a write followed by a read gives the
+//! same tensor bit for bit.
 
 use crate::error::DataError;
 pub use crate::mtx::{
@@ -27,11 +29,11 @@ use std::path::Path;
 
 /// Reads a Matrix Market `coordinate` file (`real`, `integer` or `pattern`; `general`,
 /// `symmetric` or `skew-symmetric`; plain, or gzip-compressed with the `datasets` feature,
-/// whatever its name; `path.gz` where `path` is missing) into a matrix of `layout` (`blocksize` for BSR and BSC), values cast to
-/// `dtype`, on `device`. Every entry is stored: a symmetric file's mirrored entries are added, and
-/// entries a file lists twice are summed (the result is coalesced). `complex`, `hermitian` and
-/// `array` files are refused by name. `nan` and infinite values are read as scipy reads them
-/// (see [`read_sparse_with`] to refuse them).
+/// whatever its name; `path.gz` where `path` is missing) into a matrix of `layout` (`blocksize`
+/// for BSR and BSC), values cast to `dtype`, on `device`. Every entry is stored: a symmetric
+/// file's mirrored entries are added, and entries a file lists twice are summed (the result is
+/// coalesced). `complex`, `hermitian` and `array` files are refused by name. `nan` and infinite
+/// values are read as scipy reads them (see [`read_sparse_with`] to refuse them).
 ///
 /// ```no_run
 /// use burn::tensor::{Device, FloatDType};
