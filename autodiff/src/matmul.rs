@@ -336,8 +336,9 @@ pub fn try_mm_dense_sparse(x: Tensor<2>, a: &SparseTensor<2>) -> Result<Tensor<2
 }
 
 /// torch's `sparse.addmm(input, mat1, mat2, beta, alpha)`: `beta * input + alpha * (mat1 @ mat2)`;
-/// `input` broadcasts to the product's shape. As torch, with `beta = 0` the input is ignored
-/// (its NaN and infinities are not propagated). Panics on mismatched shapes (see [`try_addmm`]).
+/// `input` broadcasts to the product's shape. As torch, with `beta = 0` the input's values are
+/// ignored (its NaN and infinities are not propagated) and its gradient is zeros of its shape.
+/// Panics on mismatched shapes (see [`try_addmm`]).
 ///
 /// ```
 /// use burn::tensor::{Device, Tensor};
@@ -375,10 +376,27 @@ pub fn try_addmm(
         ));
     }
     let product = if alpha == 1.0 { product } else { product * alpha };
-    if beta == 0.0 || m * n == 0 {
+    if m * n == 0 {
         return Ok(product);
     }
+    if beta == 0.0 {
+        return Ok(ignoring_input(product, input));
+    }
     Ok(product + if beta == 1.0 { input } else { input * beta })
+}
+
+/// `product` with `input` joined to the graph at weight zero, for `addmm` with `beta = 0`:
+/// torch ignores the input's values then (its NaN and infinities do not reach the result) but
+/// still gives it a gradient, zeros of its shape, where burn would give none for an input the
+/// graph never saw. `input * 0` would let a NaN through, so the input is masked to zeros instead:
+/// the mask's backward zeroes the gradient, and the sum with the product reduces it over the
+/// broadcast dims to the input's shape. An untracked input costs nothing.
+pub(crate) fn ignoring_input(product: Tensor<2>, input: Tensor<2>) -> Tensor<2> {
+    if !input.is_require_grad() {
+        return product;
+    }
+    let everywhere = input.zeros_like().equal_elem(0.0);
+    product + input.mask_fill(everywhere, 0.0)
 }
 
 /// torch's `mv`: sparse matrix @ dense vector. Panics on mismatched shapes (see [`try_mv`]).

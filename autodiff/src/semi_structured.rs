@@ -218,8 +218,12 @@ pub fn try_addmm(
         return Ok(prod);
     }
     let scaled = if alpha == 1.0 { prod } else { prod.mul_scalar(alpha) };
+    if beta == 0.0 {
+        // torch: the input's values ignored, its gradient zeros of its shape.
+        return Ok(crate::matmul::ignoring_input(scaled, input));
+    }
     let input = if beta == 1.0 { input } else { input.mul_scalar(beta) };
-    Ok(if beta == 0.0 { scaled } else { scaled + input })
+    Ok(scaled + input)
 }
 
 /// [`try_addmm`], panicking on a shape mismatch.

@@ -43,6 +43,7 @@ impl<const D: usize> SparseTensor<D> {
         values: Tensor<V>,
         shape: [usize; D],
     ) -> Result<Self> {
+        crate::util::check_backend(&values.device())?;
         let [sparse_dim, nse] = indices.dims();
         let dense_dim = V - 1;
         if sparse_dim == 0 || sparse_dim + dense_dim != D {
@@ -241,6 +242,7 @@ impl<const D: usize> SparseTensor<D> {
         layout: Layout,
     ) -> Result<Self> {
         const OP: &str = "sparse_compressed_tensor";
+        crate::util::check_backend(&values.device())?;
         if layout == Layout::Coo {
             return Err(SparseError::UnsupportedLayout { operation: OP, layout: layout.name() });
         }

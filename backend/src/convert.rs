@@ -585,6 +585,7 @@ fn device_nonzeros(flat: &Tensor<2>, sizes: &[usize], index_dtype: DType) -> Opt
 
 /// Dense -> sparse in any layout (the body of `ToSparse`).
 pub fn dense_to_sparse<const D: usize>(dense: Tensor<D>, spec: SparseSpec) -> Result<SparseTensor<D>> {
+    crate::util::check_backend(&dense.device())?;
     let shape = dense.dims();
     let k = spec.dense_dim;
     if k > D || (spec.layout == Layout::Coo && k == D) || (spec.layout.is_compressed() && k + 2 > D) {

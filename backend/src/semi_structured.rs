@@ -104,6 +104,7 @@ impl<K: SemiKind> SemiStructuredTensor<K> {
     /// consecutive elements of a row must hold at most 2 non-zeros (1:2: at most one per pair).
     pub fn from_dense(dense: Tensor<2, K>, pattern: SemiPattern) -> Result<Self> {
         let op = "to_sparse_semi_structured";
+        crate::util::check_backend(&dense.device())?;
         let dtype = dense.dtype();
         if !K::supported(dtype) {
             return Err(SparseError::UnsupportedDtype {

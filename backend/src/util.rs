@@ -9,6 +9,38 @@ use burn::backend::{
 };
 use burn::tensor::{DType, Device, Int, Shape, Tensor, TensorData};
 
+/// The backends whose devices the sparse ops run on in this build, as
+/// [`SparseError::UnsupportedBackend`](crate::SparseError::UnsupportedBackend) names them.
+#[cfg(not(feature = "cube"))]
+pub const SUPPORTED_BACKENDS: &str =
+    "Flex (`Device::flex()`); Cube devices (`Device::wgpu(..)`) need sparsegrad's feature `wgpu`";
+/// The backends whose devices the sparse ops run on in this build, as
+/// [`SparseError::UnsupportedBackend`](crate::SparseError::UnsupportedBackend) names them.
+#[cfg(feature = "cube")]
+pub const SUPPORTED_BACKENDS: &str =
+    "Flex (`Device::flex()`) and Cube (`Device::wgpu(..)` and the other CubeCL runtimes)";
+
+/// `Ok` where this build has the sparse kernels for `device`'s backend (Flex, and Cube with the
+/// feature `cube`), with or without autodiff; else an
+/// [`UnsupportedBackend`](crate::SparseError::UnsupportedBackend) error naming the device and
+/// [`SUPPORTED_BACKENDS`]. burn's extension ops would panic instead ("Backend not supported for
+/// custom op") at whichever op first reached a kernel, so the constructors call this once, as a
+/// tensor enters the library: every op after works on tensors that passed it.
+pub fn check_backend(device: &Device) -> crate::Result<()> {
+    use burn::backend::DispatchDevice;
+    let inner = device.clone().without_autodiff();
+    match inner.as_dispatch() {
+        DispatchDevice::Flex(_) => Ok(()),
+        #[cfg(feature = "cube")]
+        DispatchDevice::Cube(_) => Ok(()),
+        // Which other variants exist depends on burn's features, unified across the user's build.
+        #[allow(unreachable_patterns)]
+        other => {
+            Err(crate::SparseError::UnsupportedBackend { device: format!("{other:?}"), supported: SUPPORTED_BACKENDS })
+        }
+    }
+}
+
 /// An Int tensor of `shape` holding `data`, stored in `dtype`. Every value must fit the dtype:
 /// callers size the dtype by the dimensions the values index ([`index_dtype_for`] widens it for
 /// derived dimensions), and a value that does not fit is a panic naming it, never a silent

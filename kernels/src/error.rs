@@ -18,7 +18,10 @@ pub enum SparseError {
         /// The entry (column of `indices`, or position in a plain index tensor).
         position: usize,
         /// The offending value.
-        value: i64,
+        ///
+        /// Wide enough for any `i64` index value and any `usize` index argument, so every path
+        /// reports the value it was given (a `usize` above `i64::MAX` would wrap in an `i64`).
+        value: i128,
         /// The size of the dimension.
         size: usize,
     },
@@ -192,6 +195,14 @@ pub enum SparseError {
         /// What is wrong.
         message: String,
     },
+    /// A device of a burn backend the sparse ops have no kernels for in this build (burn itself
+    /// would panic at the first op with "Backend not supported for custom op").
+    UnsupportedBackend {
+        /// The device, as burn prints it (`NdArray(Cpu)`, `Cube(Wgpu(..))`).
+        device: String,
+        /// The backends this build runs on, and how to add the others.
+        supported: &'static str,
+    },
 }
 
 impl fmt::Display for SparseError {
@@ -205,6 +216,9 @@ impl fmt::Display for SparseError {
                     "row {row}, columns {column}..{}: {nonzeros} non-zeros in a group of {m}, the {pattern} pattern keeps at most {n}",
                     column + m.parse::<usize>().unwrap_or(1) - 1
                 )
+            }
+            UnsupportedBackend { device, supported } => {
+                write!(f, "device {device}: sparsegrad has no kernels for its backend; this build supports {supported}")
             }
             IndexOutOfBounds { component, dim, position, value, size } => write!(
                 f,

@@ -168,7 +168,7 @@ pub(crate) fn check_bounded<J: IndexElem>(component: &'static str, dim: usize, i
         return Ok(());
     }
     let position = idx.iter().position(|&v| (v.to_i64() as u64) >= bound as u64).expect("a failing element");
-    Err(SparseError::IndexOutOfBounds { component, dim, position, value: idx[position].to_i64(), size: bound })
+    Err(SparseError::IndexOutOfBounds { component, dim, position, value: idx[position].to_i64().into(), size: bound })
 }
 
 /// The CSC view of a CSR pattern `[m, k]`: column pointers `[k + 1]`, the row of each entry in

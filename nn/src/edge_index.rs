@@ -55,7 +55,7 @@ fn edges_of(
                 component: "edge_index",
                 dim: k / e.max(1),
                 position: k % e.max(1),
-                value: v,
+                value: v.into(),
                 size: num_nodes,
             });
         }
@@ -195,7 +195,7 @@ pub fn degree(index: &Tensor<1, Int>, num_nodes: usize) -> Result<Tensor<1, Int>
                 component: "index",
                 dim: 0,
                 position,
-                value: v,
+                value: v.into(),
                 size: num_nodes,
             });
         }

@@ -147,7 +147,7 @@ fn pattern_with_self_loops(edges: &[(usize, usize)], n: usize) -> sparsegrad_bac
                 component: "edges",
                 dim,
                 position,
-                value: value as i64,
+                value: value as i128,
                 size: n,
             });
         }

@@ -1,31 +1,39 @@
 //! Matrix Market files to and from tensors: [`read_sparse`] (a `coordinate` file into a
-//! `SparseTensor` in the layout asked for), [`read_dense`] (an `array` file into a dense tensor)
-//! and [`write_sparse`] / [`write_sparse_to`] (a sparse matrix out as `coordinate real`,
-//! `integer` or `pattern`, `general`, `symmetric` or `skew-symmetric`), and [`suitesparse`]: a
-//! matrix of the SuiteSparse collection by name, found or fetched (feature `datasets`).
+//! `SparseTensor` in the layout asked for; [`read_sparse_from`] from any [`Read`],
+//! [`read_sparse_with`] with [`ReadOptions`]), [`read_dense`] (an `array` file into a dense
+//! tensor; [`read_dense_from`], [`read_dense_with`]) and [`write_sparse`] / [`write_sparse_to`]
+//! (a sparse matrix out as `coordinate real`, `integer` or `pattern`, `general`, `symmetric` or
+//! `skew-symmetric`), and [`suitesparse`]: a matrix of the SuiteSparse collection by name, found
+//! or fetched (feature `datasets`).
 //!
 //! The parsing is `mtx`'s (streaming, bounded by what the file holds, every problem a
-//! [`DataError`] naming the file and line); this module only turns its entries into tensors and
-//! back. Values are read as `f64` and cast to the dtype asked for (the caller's explicit choice);
-//! indices are `int64`. Written values use Rust's shortest representation that reads back to the
-//! same `f64`, so a write followed by a read gives the same tensor bit for bit.
+//! [`DataError`] naming the file and line; gzip recognised by its magic bytes; `nan` and
+//! infinities taken as scipy takes them unless [`ReadOptions`] refuses them); this module only
+//! turns its entries into tensors and back. Values are read as `f64` and cast to the dtype asked
+//! for (the caller's explicit choice); indices are `int64`. Written values use Rust's shortest
+//! representation that reads back to the same `f64`, so a write followed by a read gives the
+//! same tensor bit for bit.
 
 use crate::error::DataError;
-pub use crate::mtx::{read_mtx, read_mtx_array, DenseMatrixMarket, MatrixMarket, MtxField, MtxSymmetry};
+pub use crate::mtx::{
+    read_mtx, read_mtx_array, read_mtx_array_from, read_mtx_array_with, read_mtx_from, read_mtx_with,
+    DenseMatrixMarket, MatrixMarket, MtxField, MtxSymmetry, ReadOptions, READER_NAME,
+};
 #[cfg(feature = "datasets")]
 pub use crate::suitesparse::{suitesparse, suitesparse_from};
 use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
 use sparsegrad_backend::util::read_i64;
 use sparsegrad_backend::{Layout, SparseTensor};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 /// Reads a Matrix Market `coordinate` file (`real`, `integer` or `pattern`; `general`,
-/// `symmetric` or `skew-symmetric`; or the same file gzip-compressed as `path.gz` with the
-/// `datasets` feature) into a matrix of `layout` (`blocksize` for BSR and BSC), values cast to
-/// `dtype`, on `device`. Every entry is stored: a symmetric file's mirrored entries are added, and
-/// entries a file lists twice are summed (the result is coalesced). `complex`, `hermitian` and
-/// `array` files are refused by name.
+/// `symmetric` or `skew-symmetric`; plain, or gzip-compressed with the `datasets` feature,
+/// whatever its name; `path.gz` where `path` is missing) into a matrix of `layout` (`blocksize`
+/// for BSR and BSC), values cast to `dtype`, on `device`. Every entry is stored: a symmetric
+/// file's mirrored entries are added, and entries a file lists twice are summed (the result is
+/// coalesced). `complex`, `hermitian` and `array` files are refused by name. `nan` and infinite
+/// values are read as scipy reads them (see [`read_sparse_with`] to refuse them).
 ///
 /// ```no_run
 /// use burn::tensor::{Device, FloatDType};
@@ -41,8 +49,58 @@ pub fn read_sparse(
     dtype: FloatDType,
     device: &Device,
 ) -> Result<SparseTensor<2>, DataError> {
+    read_sparse_with(path, &ReadOptions::default(), layout, blocksize, dtype, device)
+}
+
+/// [`read_sparse`] with `options` (`ReadOptions::default().allow_non_finite(false)` refuses `nan`
+/// and infinite values, naming the file and line).
+pub fn read_sparse_with(
+    path: impl AsRef<Path>,
+    options: &ReadOptions,
+    layout: Layout,
+    blocksize: Option<[usize; 2]>,
+    dtype: FloatDType,
+    device: &Device,
+) -> Result<SparseTensor<2>, DataError> {
     let path = path.as_ref();
-    let m = read_mtx(path)?.to_general()?;
+    sparse_of(read_mtx_with(path, options)?, path, layout, blocksize, dtype, device)
+}
+
+/// [`read_sparse_with`] from any reader (bytes in memory, an archive member, a socket), plain
+/// or gzip-compressed (by its magic bytes); errors name it [`READER_NAME`].
+///
+/// ```
+/// use burn::tensor::{Device, FloatDType};
+/// use sparsegrad_backend::Layout;
+/// use sparsegrad_nn::io::{read_sparse_from, ReadOptions};
+/// let text = "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 1 4\n2 1 -1.5\n";
+/// let options = ReadOptions::default();
+/// let a = read_sparse_from(text.as_bytes(), &options, Layout::Csr, None, FloatDType::F64, &Device::flex())?;
+/// assert_eq!(a.to_dense().into_data().try_to_vec::<f64>().unwrap(), [4.0, -1.5, -1.5, 0.0]);
+/// # Ok::<(), sparsegrad_nn::DataError>(())
+/// ```
+pub fn read_sparse_from(
+    reader: impl Read,
+    options: &ReadOptions,
+    layout: Layout,
+    blocksize: Option<[usize; 2]>,
+    dtype: FloatDType,
+    device: &Device,
+) -> Result<SparseTensor<2>, DataError> {
+    sparse_of(read_mtx_from(reader, options)?, Path::new(READER_NAME), layout, blocksize, dtype, device)
+}
+
+/// The matrix `m` read from `path` as a sparse tensor: every entry stored (mirrored ones added,
+/// duplicates summed), in `layout`.
+fn sparse_of(
+    m: MatrixMarket,
+    path: &Path,
+    layout: Layout,
+    blocksize: Option<[usize; 2]>,
+    dtype: FloatDType,
+    device: &Device,
+) -> Result<SparseTensor<2>, DataError> {
+    let m = m.to_general()?;
     let nse = m.entries.len();
     let sparse = |source| DataError::Sparse { path: path.to_path_buf(), source };
     let coords = |k: fn(&(usize, usize)) -> usize| m.entries.iter().map(move |e| k(e) as i64);
@@ -59,10 +117,35 @@ pub fn read_sparse(
 }
 
 /// Reads a Matrix Market `array` file (dense storage, `real` or `integer`, any symmetry: the
-/// stored triangle is mirrored) into a dense `[rows, cols]` tensor of `dtype` on `device`.
+/// stored triangle is mirrored) into a dense `[rows, cols]` tensor of `dtype` on `device`; plain
+/// or gzip-compressed, `nan` and infinities read as scipy reads them.
 pub fn read_dense(path: impl AsRef<Path>, dtype: FloatDType, device: &Device) -> Result<Tensor<2>, DataError> {
-    let m = read_mtx_array(path.as_ref())?;
-    Ok(Tensor::<2>::from_data(TensorData::new(m.values, [m.rows, m.cols]), (device, DType::F64)).cast(dtype))
+    read_dense_with(path, &ReadOptions::default(), dtype, device)
+}
+
+/// [`read_dense`] with `options`.
+pub fn read_dense_with(
+    path: impl AsRef<Path>,
+    options: &ReadOptions,
+    dtype: FloatDType,
+    device: &Device,
+) -> Result<Tensor<2>, DataError> {
+    Ok(dense_of(read_mtx_array_with(path.as_ref(), options)?, dtype, device))
+}
+
+/// [`read_dense_with`] from any reader, plain or gzip-compressed; errors name it [`READER_NAME`].
+pub fn read_dense_from(
+    reader: impl Read,
+    options: &ReadOptions,
+    dtype: FloatDType,
+    device: &Device,
+) -> Result<Tensor<2>, DataError> {
+    Ok(dense_of(read_mtx_array_from(reader, options)?, dtype, device))
+}
+
+/// The elements of `m` as a `[rows, cols]` tensor.
+fn dense_of(m: DenseMatrixMarket, dtype: FloatDType, device: &Device) -> Tensor<2> {
+    Tensor::<2>::from_data(TensorData::new(m.values, [m.rows, m.cols]), (device, DType::F64)).cast(dtype)
 }
 
 /// Writes the matrix `a` to the file `path` as Matrix Market `coordinate` (see

@@ -107,7 +107,7 @@ pub use gin_conv::{GinConv, GinConvConfig, GinMlp, GinNetwork};
 pub use graph_conv::{GraphConv, GraphConvConfig};
 #[cfg(feature = "datasets")]
 pub use mnist::{Mnist, MnistSplit};
-pub use mtx::{read_mtx, MatrixMarket, MtxField, MtxSymmetry};
+pub use mtx::{read_mtx, read_mtx_from, read_mtx_with, MatrixMarket, MtxField, MtxSymmetry, ReadOptions};
 pub use partition::{cluster_subgraph, partition_graph};
 #[cfg(feature = "datasets")]
 pub use planetoid::{normalize_features, Planetoid};

@@ -3,8 +3,11 @@
 //! `skew-symmetric` file's stored triangle as such ([`MatrixMarket::to_general`] adds the mirrored
 //! entries). It lives apart from the dataset loaders of `planetoid`, which use it for their
 //! adjacency and feature files (and its line reader for their TSV files), because it is a
-//! general-purpose reader (SuiteSparse files load with it too). Files may be gzip-compressed
-//! (`.gz`).
+//! general-purpose reader (SuiteSparse files load with it too). Input is a file or any
+//! [`Read`] ([`read_mtx_from`]); gzip-compressed input is recognised by its magic bytes
+//! (`1f 8b`), whatever the file is called, and a missing `path` is looked for as `path.gz`.
+//! `real` values take what scipy and numpy take, `nan`, `inf`, `-inf` and `infinity` in any case
+//! included; [`ReadOptions`] refuses them where a caller wants finite values only.
 //!
 //! The files are untrusted input: they are read as streams of lines of at most [`MAX_LINE`]
 //! bytes (never whole into memory), nothing is sized by a number a file declares before the file's
@@ -23,58 +26,124 @@ use std::path::{Path, PathBuf};
 /// corrupt file can take.
 pub const MAX_LINE: usize = 1 << 20;
 
-/// Initial capacity for entries of a gzip-compressed file, whose decompressed length is unknown
-/// until it is read: the vectors grow with what the stream really holds, not with what its size
-/// line claims.
+/// Initial capacity for entries of a stream whose length is unknown until it is read (gzip, or
+/// any reader): the vectors grow with what the stream really holds, not with what its size line
+/// claims.
 const GZ_INITIAL_CAPACITY: usize = 1 << 16;
 
-/// A file opened for reading: the path read, its lines, and its length when known (plain).
-type Opened = (PathBuf, Box<dyn BufRead>, Option<u64>);
+/// The two bytes every gzip stream starts with (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// The lines of `path`, or of `path.gz` decompressed, read one at a time with their 1-based
-/// numbers (for error messages) and the bytes consumed (to bound what the rest of a plain file can
-/// hold).
-pub(crate) struct Lines {
-    /// The file actually read (`path` or `path.gz`).
+/// The name errors give input read through [`read_mtx_from`] (it has no path).
+pub const READER_NAME: &str = "<reader>";
+
+/// How the Matrix Market readers treat what scipy accepts but a caller may not want.
+///
+/// Built from the default, which accepts what scipy's `mmread` accepts, one setting at a time
+/// (`ReadOptions::default().allow_non_finite(false)`): non-exhaustive, so a later option does
+/// not break a caller's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Whether a `real` value may be `nan`, `inf`, `-inf` or `infinity` (any case, as scipy and
+    /// numpy take them), or overflow to an infinity (`1e999`). Default `true`; with `false` such
+    /// a value is an error naming the file and line.
+    pub allow_non_finite: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self { allow_non_finite: true }
+    }
+}
+
+impl ReadOptions {
+    /// These options with [`Self::allow_non_finite`] set to `allow`.
+    pub fn allow_non_finite(mut self, allow: bool) -> Self {
+        self.allow_non_finite = allow;
+        self
+    }
+}
+
+/// The lines of a file or a reader, decompressed where they are gzip, read one at a time with
+/// their 1-based numbers (for error messages) and the bytes consumed (to bound what the rest of a
+/// plain file can hold).
+pub(crate) struct Lines<'a> {
+    /// The file actually read (`path` or `path.gz`), or [`READER_NAME`].
     pub(crate) path: PathBuf,
-    reader: Box<dyn BufRead>,
+    reader: Box<dyn BufRead + 'a>,
     /// Number of the current line (0 before the first).
     pub(crate) number: usize,
     /// Bytes read so far, line terminators included.
     consumed: u64,
-    /// Length of a plain file; `None` for a gzip stream.
+    /// Length of a plain file; `None` for a gzip stream or a reader.
     len: Option<u64>,
     buf: Vec<u8>,
     line: String,
 }
 
-impl Lines {
+impl<'a> Lines<'a> {
+    /// The lines of the file `path`, or of `path.gz` where `path` does not exist (an error then
+    /// names `path`); gzip or plain by the content.
     pub(crate) fn open(path: &Path) -> Result<Self, DataError> {
-        let (path, reader, len): Opened = if path.exists() {
-            let file = std::fs::File::open(path).map_err(|e| DataError::io(path, None, e))?;
-            let len = file.metadata().map_err(|e| DataError::io(path, None, e))?.len();
-            (path.to_path_buf(), Box::new(BufReader::new(file)), Some(len))
+        let (read, file) = if path.exists() {
+            (path.to_path_buf(), std::fs::File::open(path).map_err(|e| DataError::io(path, None, e))?)
         } else {
-            Self::open_gz(path)?
+            let mut gz = path.as_os_str().to_owned();
+            gz.push(".gz");
+            let gz = PathBuf::from(gz);
+            let file = std::fs::File::open(&gz).map_err(|e| DataError::io(path, None, e))?;
+            (gz, file)
         };
-        Ok(Self { path, reader, number: 0, consumed: 0, len, buf: Vec::new(), line: String::new() })
+        let len = file.metadata().map_err(|e| DataError::io(&read, None, e))?.len();
+        Self::from_reader(read, Box::new(file), Some(len))
     }
 
-    /// `path.gz`, decompressed (the caller found no plain `path`).
+    /// The lines of `reader`, named `name` in errors, `len` its length in bytes where known.
+    /// Gzip is recognised by the stream's first two bytes, not by a name: a file called
+    /// `x.mtx.gz` may be plain and one called `x.mtx` compressed. The bytes read to look are
+    /// put back in front of the stream.
+    pub(crate) fn from_reader(
+        name: PathBuf,
+        mut reader: Box<dyn Read + 'a>,
+        len: Option<u64>,
+    ) -> Result<Self, DataError> {
+        let mut head = [0u8; 2];
+        let mut got = 0;
+        // A reader may hand out one byte at a time: read until two or the end.
+        while got < head.len() {
+            match reader.read(&mut head[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(DataError::io(&name, None, e)),
+            }
+        }
+        let stream: Box<dyn Read + 'a> = Box::new(std::io::Cursor::new(head[..got].to_vec()).chain(reader));
+        let (reader, len): (Box<dyn BufRead + 'a>, Option<u64>) = if head[..got] == GZIP_MAGIC {
+            // The decompressed length is unknown: what the stream holds bounds the memory.
+            (Self::gunzip(&name, stream)?, None)
+        } else {
+            (Box::new(BufReader::new(stream)), len)
+        };
+        Ok(Self { path: name, reader, number: 0, consumed: 0, len, buf: Vec::new(), line: String::new() })
+    }
+
+    /// A gzip stream decompressed, every member of it (as `gzip -d` reads a concatenation).
     #[cfg(feature = "datasets")]
-    fn open_gz(path: &Path) -> Result<Opened, DataError> {
-        let mut gz = path.as_os_str().to_owned();
-        gz.push(".gz");
-        let gz = PathBuf::from(gz);
-        let file = std::fs::File::open(&gz).map_err(|e| DataError::io(path, None, e))?;
-        Ok((gz, Box::new(BufReader::new(flate2::read::GzDecoder::new(file))), None))
+    fn gunzip(_name: &Path, stream: Box<dyn Read + 'a>) -> Result<Box<dyn BufRead + 'a>, DataError> {
+        Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(stream))))
     }
 
-    /// Without the `datasets` feature there is no gzip reader: a missing plain file is an error.
+    /// Without the `datasets` feature there is no gzip reader: a gzip stream is an error that
+    /// says which feature reads it.
     #[cfg(not(feature = "datasets"))]
-    fn open_gz(path: &Path) -> Result<Opened, DataError> {
-        let file = std::fs::File::open(path).map_err(|e| DataError::io(path, None, e))?;
-        Ok((path.to_path_buf(), Box::new(BufReader::new(file)), None))
+    fn gunzip(name: &Path, _stream: Box<dyn Read + 'a>) -> Result<Box<dyn BufRead + 'a>, DataError> {
+        Err(DataError::content(
+            name,
+            None,
+            "gzip-compressed, and this build has no gzip reader (turn on the feature `datasets`)",
+        ))
     }
 
     /// Moves to the next line; `false` at the end of the file.
@@ -112,7 +181,7 @@ impl Lines {
         DataError::content(&self.path, Some(self.number), what)
     }
 
-    /// Bytes a plain file holds after the current line; `None` for a gzip stream.
+    /// Bytes a plain file holds after the current line; `None` for a gzip stream or a reader.
     fn bytes_left(&self) -> Option<u64> {
         self.len.map(|len| len.saturating_sub(self.consumed))
     }
@@ -313,13 +382,16 @@ fn index(token: &str, what: &str, size: usize) -> Result<usize, String> {
     }
 }
 
-/// The value of an entry of a `real` or `integer` file.
-fn value(token: &str, field: MtxField) -> Result<f64, String> {
+/// The value of an entry of a `real` or `integer` file. A `real` takes Rust's `f64` syntax, which
+/// is scipy's and numpy's: `nan`, `inf` and `infinity`, signed or not, in any case, and a
+/// decimal too large for `f64` is an infinity; `options` may refuse those.
+fn value(token: &str, field: MtxField, options: &ReadOptions) -> Result<f64, String> {
     match field {
         MtxField::Pattern => Ok(1.0),
         MtxField::Real => match token.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            _ => Err(format!("value {token:?} is not a finite real number")),
+            Ok(v) if v.is_finite() || options.allow_non_finite => Ok(v),
+            Ok(_) => Err(format!("value {token:?} is not finite (refused: `ReadOptions::allow_non_finite` is false)")),
+            Err(_) => Err(format!("value {token:?} is not a real number")),
         },
         MtxField::Integer => {
             // Larger magnitudes would not survive the conversion to f64 exactly.
@@ -333,7 +405,8 @@ fn value(token: &str, field: MtxField) -> Result<f64, String> {
     }
 }
 
-/// Reads a Matrix Market `coordinate` file (or `path.gz`), honouring its banner: the values of a
+/// Reads a Matrix Market `coordinate` file (plain or gzip-compressed, or `path.gz` where `path`
+/// is missing), honouring its banner: the values of a
 /// `real` or `integer` file are kept, a `symmetric` or `skew-symmetric` file's stored lower
 /// triangle is returned as stored (call [`MatrixMarket::to_general`] for every entry).
 ///
@@ -346,9 +419,37 @@ fn value(token: &str, field: MtxField) -> Result<f64, String> {
 /// symmetric file's entries on or below the diagonal, a skew-symmetric file's strictly below.
 /// Any other content is a [`DataError`] naming the file and line. Memory is bounded by what the
 /// file holds: a plain file declaring more entries than its remaining bytes can hold (an entry
-/// line takes at least 4 bytes, `1 1\n`) is refused at its size line.
+/// line takes at least 4 bytes, `1 1\n`) is refused at its size line. Values as
+/// [`ReadOptions::default`] takes them (see [`read_mtx_with`]).
 pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
-    let mut lines = Lines::open(path)?;
+    read_mtx_with(path, &ReadOptions::default())
+}
+
+/// [`read_mtx`] with `options`: `ReadOptions::default().allow_non_finite(false)` refuses `nan` and
+/// infinite values.
+pub fn read_mtx_with(path: &Path, options: &ReadOptions) -> Result<MatrixMarket, DataError> {
+    read_mtx_lines(Lines::open(path)?, options)
+}
+
+/// [`read_mtx_with`] from any reader (a socket, an archive member, bytes in memory), plain or
+/// gzip-compressed (by its magic bytes); errors name it [`READER_NAME`]. Its length is unknown,
+/// so memory grows with the entries it really holds, never with the count its size line declares.
+///
+/// ```
+/// use sparsegrad_nn::mtx::{read_mtx_from, ReadOptions};
+/// let text = "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 NaN\n2 1 -inf\n";
+/// let m = read_mtx_from(text.as_bytes(), &ReadOptions::default())?;
+/// assert!(m.values[0].is_nan() && m.values[1] == f64::NEG_INFINITY);
+/// let finite = ReadOptions::default().allow_non_finite(false);
+/// assert!(read_mtx_from(text.as_bytes(), &finite).unwrap_err().to_string().starts_with("<reader>:3: "));
+/// # Ok::<(), sparsegrad_nn::DataError>(())
+/// ```
+pub fn read_mtx_from(reader: impl Read, options: &ReadOptions) -> Result<MatrixMarket, DataError> {
+    read_mtx_lines(Lines::from_reader(PathBuf::from(READER_NAME), Box::new(reader), None)?, options)
+}
+
+/// The `coordinate` reader over opened lines.
+fn read_mtx_lines(mut lines: Lines<'_>, options: &ReadOptions) -> Result<MatrixMarket, DataError> {
     if !lines.advance()? {
         return Err(DataError::content(&lines.path, None, "empty, no %%MatrixMarket banner"));
     }
@@ -410,7 +511,7 @@ pub fn read_mtx(path: &Path) -> Result<MatrixMarket, DataError> {
         }
         let i = index(r, "row", rows).map_err(|e| lines.error(e))?;
         let j = index(c, "column", cols).map_err(|e| lines.error(e))?;
-        let v = value(v.unwrap_or("1"), field).map_err(|e| lines.error(e))?;
+        let v = value(v.unwrap_or("1"), field, options).map_err(|e| lines.error(e))?;
         match symmetry {
             MtxSymmetry::General => {}
             _ if j > i => {
@@ -459,15 +560,32 @@ fn triangle(n: usize) -> usize {
     }
 }
 
-/// Reads a Matrix Market `array` file (or `path.gz`): the banner `%%MatrixMarket matrix array
+/// Reads a Matrix Market `array` file (plain or gzip-compressed, or `path.gz` where `path` is
+/// missing): the banner `%%MatrixMarket matrix array
 /// <real|integer> <general|symmetric|skew-symmetric>`, comment and blank lines, the size line
 /// `rows cols`, then the values column by column (for a symmetric file the lower triangle with
 /// its diagonal, for a skew-symmetric one the strict lower triangle), exactly as many as the size
 /// asks. The same checks as [`read_mtx`]: every problem is a [`DataError`] naming the file and
 /// line, and a plain file declaring more values than its remaining bytes can hold is refused at
-/// its size line, before anything is allocated.
+/// its size line, before anything is allocated. Values as [`ReadOptions::default`] takes them
+/// (see [`read_mtx_array_with`]).
 pub fn read_mtx_array(path: &Path) -> Result<DenseMatrixMarket, DataError> {
-    let mut lines = Lines::open(path)?;
+    read_mtx_array_with(path, &ReadOptions::default())
+}
+
+/// [`read_mtx_array`] with `options`.
+pub fn read_mtx_array_with(path: &Path, options: &ReadOptions) -> Result<DenseMatrixMarket, DataError> {
+    read_mtx_array_lines(Lines::open(path)?, options)
+}
+
+/// [`read_mtx_array_with`] from any reader, plain or gzip-compressed (by its magic bytes); errors
+/// name it [`READER_NAME`], and memory grows with the values it really holds.
+pub fn read_mtx_array_from(reader: impl Read, options: &ReadOptions) -> Result<DenseMatrixMarket, DataError> {
+    read_mtx_array_lines(Lines::from_reader(PathBuf::from(READER_NAME), Box::new(reader), None)?, options)
+}
+
+/// The `array` reader over opened lines.
+fn read_mtx_array_lines(mut lines: Lines<'_>, options: &ReadOptions) -> Result<DenseMatrixMarket, DataError> {
     if !lines.advance()? {
         return Err(DataError::content(&lines.path, None, "empty, no %%MatrixMarket banner"));
     }
@@ -524,7 +642,7 @@ pub fn read_mtx_array(path: &Path) -> Result<DenseMatrixMarket, DataError> {
             if read.len() == stored {
                 return Err(lines.error(format_args!("more values than the {stored} the size line asks")));
             }
-            read.push(value(token, field).map_err(|e| lines.error(e))?);
+            read.push(value(token, field, options).map_err(|e| lines.error(e))?);
         }
     }
     if read.len() != stored {
@@ -685,9 +803,9 @@ mod tests {
             (format!("{pattern}2 2 1\n0 1\n"), "m.mtx:3: row 0 is outside 1..=2"),
             (format!("{pattern}2 3 1\n1 4\n"), "m.mtx:3: column 4 is outside 1..=3"),
             (format!("{pattern}2 2 1\nx 1\n"), "m.mtx:3: row \"x\" is not a positive integer"),
-            (format!("{real}2 2 1\n1 1 one\n"), "m.mtx:3: value \"one\" is not a finite real number"),
-            (format!("{real}2 2 1\n1 1 inf\n"), "m.mtx:3: value \"inf\" is not a finite real number"),
-            (format!("{real}2 2 1\n1 1 NaN\n"), "m.mtx:3: value \"NaN\" is not a finite real number"),
+            (format!("{real}2 2 1\n1 1 one\n"), "m.mtx:3: value \"one\" is not a real number"),
+            (format!("{real}2 2 1\n1 1 nan1\n"), "m.mtx:3: value \"nan1\" is not a real number"),
+            (format!("{real}2 2 1\n1 1 infinit\n"), "m.mtx:3: value \"infinit\" is not a real number"),
             (format!("{integer}2 2 1\n1 1 1.5\n"), "m.mtx:3: value \"1.5\" is not an integer"),
             (
                 format!("{integer}2 2 1\n1 1 9007199254740993\n"),
@@ -723,10 +841,14 @@ mod tests {
         assert!(e.ends_with("m.mtx:3: not UTF-8 text"), "{e}");
         let e = mtx_error(&dir, &format!("{pattern}% {}\n1 1 1\n1 1\n", "x".repeat(MAX_LINE)));
         assert!(e.ends_with(&format!("m.mtx:2: line longer than {MAX_LINE} bytes")), "{e}");
-        // A gzip stream that is not gzip.
+        // A `.gz` that is not gzip is read as what it is (the name decides nothing), and a
+        // stream with gzip's magic bytes but no valid header fails at its first line.
         std::fs::write(dir.join("g.mtx.gz"), "not gzip at all").unwrap();
         let e = read_mtx(&dir.join("g.mtx")).unwrap_err().to_string();
-        assert!(e.contains("g.mtx.gz:1: "), "{e}");
+        assert!(e.contains("g.mtx.gz:1: no Matrix Market banner"), "{e}");
+        std::fs::write(dir.join("h.mtx"), b"\x1f\x8bnot a gzip header").unwrap();
+        let e = read_mtx(&dir.join("h.mtx")).unwrap_err();
+        assert!(matches!(&e, DataError::Io { line: Some(1), .. }), "{e:?}");
         let e = read_mtx(&dir.join("absent.mtx")).unwrap_err();
         assert!(matches!(&e, DataError::Io { line: None, .. }), "{e:?}");
         assert_eq!(e.path(), Some(dir.join("absent.mtx").as_path()));
@@ -835,5 +957,121 @@ mod tests {
         // bcsstk13 in full: 2 * 42 943 stored - 2003 diagonal = 83 883 entries.
         let bcsstk13 = crate::io::suitesparse("HB/bcsstk13").unwrap();
         assert_eq!(read_mtx(&bcsstk13).unwrap().to_general().unwrap().entries.len(), 83_883);
+    }
+
+    /// What scipy's `mmread` and numpy's `float` take: `nan`, `inf`, `infinity`, signed, in any
+    /// case, and a decimal beyond `f64` as an infinity. A LAGraph-style `skew_fp64.mtx` (a
+    /// skew-symmetric `real` file with NaN and infinities, a GraphBLAS type comment) reads, its
+    /// mirrored entries negated; `ReadOptions` refuses the same values naming the line.
+    #[test]
+    fn non_finite_values_read_as_scipy_reads_them_unless_refused() {
+        let dir = temp_dir("nonfinite");
+        let path = dir.join("skew_fp64.mtx");
+        let text = "%%MatrixMarket matrix coordinate real skew-symmetric\n%%GraphBLAS type double\n\
+                    5 5 7\n2 1 nan\n3 1 Inf\n3 2 -inf\n4 1 INFINITY\n4 2 -Infinity\n5 3 -NaN\n5 4 1e999\n";
+        std::fs::write(&path, text).unwrap();
+        let m = read_mtx(&path).unwrap();
+        assert_eq!(m.entries, vec![(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (4, 2), (4, 3)]);
+        let inf = f64::INFINITY;
+        let expected = [f64::NAN, inf, -inf, inf, -inf, f64::NAN, inf];
+        let same = |got: &[f64], want: &[f64]| {
+            got.len() == want.len() && got.iter().zip(want).all(|(g, w)| (g.is_nan() && w.is_nan()) || g == w)
+        };
+        assert!(same(&m.values, &expected), "{:?}", m.values);
+        // Mirrored: (j, i, -v), so the infinities change sign.
+        let g = m.to_general().unwrap();
+        assert_eq!(g.entries[..4], [(1, 0), (0, 1), (2, 0), (0, 2)]);
+        assert!(same(&g.values[..6], &[f64::NAN, f64::NAN, inf, -inf, -inf, inf]), "{:?}", g.values);
+        // The same file, finite values only: the first non-finite value is named with its line.
+        let finite = ReadOptions::default().allow_non_finite(false);
+        let e = read_mtx_with(&path, &finite).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "skew_fp64.mtx:4: value \"nan\" is not finite (refused: `ReadOptions::allow_non_finite` is false)"
+            ),
+            "{e}"
+        );
+        std::fs::write(&path, "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 1e999\n").unwrap();
+        assert!(read_mtx_with(&path, &finite).unwrap_err().to_string().contains("value \"1e999\" is not finite"));
+        // Finite values read the same either way.
+        std::fs::write(&path, "%%MatrixMarket matrix coordinate real general\n1 2 2\n1 1 -2.5\n1 2 1e-300\n").unwrap();
+        assert_eq!(read_mtx_with(&path, &finite).unwrap().values, vec![-2.5, 1e-300]);
+        // `array` storage too, column by column.
+        let array = "%%MatrixMarket matrix array real general\n2 2\nNaN\n-inf\n+inf\n0.5\n";
+        let d = read_mtx_array_from(array.as_bytes(), &ReadOptions::default()).unwrap();
+        assert!(same(&d.values, &[f64::NAN, inf, -inf, 0.5]), "{:?}", d.values);
+        let e = read_mtx_array_from(array.as_bytes(), &finite).unwrap_err().to_string();
+        assert!(e.starts_with("<reader>:3: value \"NaN\" is not finite"), "{e}");
+        // An integer field has no NaN.
+        let e = read_mtx_from(
+            "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 nan\n".as_bytes(),
+            &ReadOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.ends_with("<reader>:3: value \"nan\" is not an integer"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A reader that hands out one byte a call: the magic bytes need two reads.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((&b, rest)), Some(slot)) => {
+                    *slot = b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    fn gz_bytes(text: &str) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// Gzip is recognised by its magic bytes wherever the input comes from and whatever it is
+    /// called: `x.mtx.gz` read by its own name, a compressed file called `.mtx`, bytes in
+    /// memory, a reader that hands out a byte at a time, a stream of two gzip members.
+    #[test]
+    #[cfg(feature = "datasets")]
+    fn gzip_is_recognised_by_its_content_not_its_name() {
+        let dir = temp_dir("magic");
+        let text = "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 3 2.5\n2 1 -4\n";
+        let want = |m: MatrixMarket| {
+            assert_eq!(
+                (m.rows, m.cols, m.entries.clone(), m.values.clone()),
+                (2, 3, vec![(0, 2), (1, 0)], vec![2.5, -4.0])
+            )
+        };
+        let gz = gz_bytes(text);
+        std::fs::write(dir.join("x.mtx.gz"), &gz).unwrap();
+        want(read_mtx(&dir.join("x.mtx.gz")).unwrap());
+        std::fs::write(dir.join("compressed.mtx"), &gz).unwrap();
+        want(read_mtx(&dir.join("compressed.mtx")).unwrap());
+        std::fs::write(dir.join("plain.mtx.gz"), text).unwrap();
+        want(read_mtx(&dir.join("plain.mtx.gz")).unwrap());
+        let options = ReadOptions::default();
+        want(read_mtx_from(gz.as_slice(), &options).unwrap());
+        want(read_mtx_from(text.as_bytes(), &options).unwrap());
+        want(read_mtx_from(Trickle(&gz), &options).unwrap());
+        want(read_mtx_from(Trickle(text.as_bytes()), &options).unwrap());
+        // Two members, split inside an entry line: read as one stream (`gzip -d` does).
+        let (head, tail) = text.split_at(text.len() - 4);
+        want(read_mtx_from([gz_bytes(head), gz_bytes(tail)].concat().as_slice(), &options).unwrap());
+        // A reader's length is unknown: a huge declared count allocates nothing and fails at
+        // the end, naming the reader.
+        let huge = "%%MatrixMarket matrix coordinate pattern general\n9 9 1000000000000\n1 1\n";
+        let e = read_mtx_from(huge.as_bytes(), &options).unwrap_err().to_string();
+        assert_eq!(e, "<reader>:3: the file ends after 1 of the 1000000000000 entries the size line declares");
+        // Empty and one-byte inputs are short of the magic and of a banner alike.
+        assert!(read_mtx_from(&b""[..], &options).unwrap_err().to_string().contains("empty"));
+        assert!(read_mtx_from(&b"\x1f"[..], &options).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

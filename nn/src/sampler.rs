@@ -116,7 +116,7 @@ impl NeighborSampler {
                     component: "seeds",
                     dim: 0,
                     position,
-                    value: s as i64,
+                    value: s as i128,
                     size: n,
                 });
             }

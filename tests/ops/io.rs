@@ -6,7 +6,10 @@
 
 use burn::tensor::{Device, FloatDType, Tensor};
 use flate2::write::GzEncoder;
-use sparsegrad::io::{read_dense, read_sparse, write_sparse, write_sparse_to, MtxField, MtxSymmetry};
+use sparsegrad::io::{
+    read_dense, read_dense_from, read_sparse, read_sparse_from, read_sparse_with, write_sparse, write_sparse_to,
+    MtxField, MtxSymmetry, ReadOptions,
+};
 use sparsegrad::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -74,6 +77,19 @@ fn suitesparse_matrices_match_sprs_and_round_trip() {
         gz.finish().unwrap();
         let a = read_sparse(dir.join(format!("{stem}.mtx")), Layout::Csr, None, FloatDType::F64, &device()).unwrap();
         assert_eq!(entries(&a), expected, "{name}.gz");
+        // The `.gz` by its own name (gzip is told by its magic bytes: this was "not UTF-8"), and
+        // through a reader, compressed and plain.
+        let gz_path = dir.join(format!("{stem}.mtx.gz"));
+        let by_name = read_sparse(&gz_path, Layout::Csr, None, FloatDType::F64, &device()).unwrap();
+        assert_eq!(entries(&by_name), expected, "{name}.mtx.gz by its name");
+        let options = ReadOptions::default();
+        for (what, reader) in [
+            ("gzip", Box::new(std::fs::File::open(&gz_path).unwrap()) as Box<dyn std::io::Read>),
+            ("plain", Box::new(std::io::BufReader::new(std::fs::File::open(&plain).unwrap()))),
+        ] {
+            let a = read_sparse_from(reader, &options, Layout::Coo, None, FloatDType::F64, &device()).unwrap();
+            assert_eq!((a.shape(), entries(&a)), (shape, expected.clone()), "{name} from a {what} reader");
+        }
 
         // Written and read back: the same entries, bit for bit (general, and the banner's own
         // symmetry when the matrix has one).
@@ -193,4 +209,43 @@ fn write_sparse_refuses_what_the_banner_cannot_say() {
     let mut out = Vec::new();
     write_sparse_to(&mut out, &dup, MtxField::Real, MtxSymmetry::General).unwrap();
     assert_eq!(String::from_utf8(out).unwrap(), "%%MatrixMarket matrix coordinate real general\n1 2 1\n1 2 3.0\n");
+}
+
+/// `nan` and infinities in a `real` file reach the tensor as scipy's `mmread` gives them (a
+/// LAGraph-style `skew_fp64.mtx`: skew-symmetric, the mirrored entries negated), in `f64` and
+/// cast to `f32`; `ReadOptions::default().allow_non_finite(false)` refuses the file naming its line.
+#[test]
+fn non_finite_values_reach_the_tensor_unless_refused() {
+    let dir = temp_dir("nonfinite");
+    let path = dir.join("skew_fp64.mtx");
+    std::fs::write(
+        &path,
+        "%%MatrixMarket matrix coordinate real skew-symmetric\n%%GraphBLAS type double\n3 3 3\n2 1 NaN\n3 1 inf\n3 2 -2.5\n",
+    )
+    .unwrap();
+    let inf = f64::INFINITY;
+    for dtype in [FloatDType::F64, FloatDType::F32] {
+        let a = read_sparse(&path, Layout::Csr, None, dtype, &device()).unwrap();
+        let got: Vec<((usize, usize), f64)> = entries(&a).into_iter().collect();
+        let want =
+            [((0, 1), f64::NAN), ((0, 2), -inf), ((1, 0), f64::NAN), ((1, 2), 2.5), ((2, 0), inf), ((2, 1), -2.5)];
+        assert_eq!(got.len(), want.len(), "{dtype:?}");
+        for ((gk, gv), (wk, wv)) in got.iter().zip(want) {
+            assert!(*gk == wk && ((gv.is_nan() && wv.is_nan()) || *gv == wv), "{dtype:?}: {got:?}");
+        }
+    }
+    let finite = ReadOptions::default().allow_non_finite(false);
+    let e = read_sparse_with(&path, &finite, Layout::Csr, None, FloatDType::F64, &device()).unwrap_err().to_string();
+    assert!(
+        e.ends_with("skew_fp64.mtx:4: value \"NaN\" is not finite (refused: `ReadOptions::allow_non_finite` is false)"),
+        "{e}"
+    );
+    // A dense `array` file from a reader, the same way.
+    let array = "%%MatrixMarket matrix array real general\n1 3\n-Infinity\n1\nnan\n";
+    let d = read_dense_from(array.as_bytes(), &ReadOptions::default(), FloatDType::F64, &device()).unwrap();
+    let d = d.into_data().try_to_vec::<f64>().unwrap();
+    assert!(d[0] == -inf && d[1] == 1.0 && d[2].is_nan(), "{d:?}");
+    let e = read_dense_from(array.as_bytes(), &finite, FloatDType::F64, &device()).unwrap_err().to_string();
+    assert!(e.starts_with("<reader>:3: value \"-Infinity\" is not finite"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -237,6 +237,58 @@ fn gradcheck_addmm_mv_smm_hspmm() {
     }
 }
 
+/// `addmm` with `beta = 0` (torch ignores the input's values then): gradcheck through every
+/// operand, the input's gradient included, whole or broadcast.
+#[test]
+fn gradcheck_addmm_with_zero_beta() {
+    let mut rng = Rng(31);
+    let (m, k, n) = (4, 6, 3);
+    let data = matrix(m, k, 0.5, &[1], &[], &mut rng);
+    for (kind, input_rows) in [(Kind::Csr, m), (Kind::CooDup, 1), (Kind::Csc, m)] {
+        let a = sparse(&data, [m, k], kind, DType::I64, &mut rng);
+        let (input, x) = (f64s(&rng.values(input_rows * n), [input_rows, n]), f64s(&rng.values(k * n), [k, n]));
+        gradcheck_all(
+            &format!("addmm beta 0 {kind:?} input [{input_rows}, {n}]"),
+            |v| {
+                flat(sp::addmm(
+                    v[0].clone().reshape([input_rows, n]),
+                    &rebuild(&a, &v[1]),
+                    v[2].clone().reshape([k, n]),
+                    0.0,
+                    -2.0,
+                ))
+            },
+            &[GradInput::dense("input", &input), GradInput::sparse("values", &a), GradInput::dense("x", &x)],
+        );
+    }
+}
+
+/// With `beta = 0` the input's gradient is zeros of its shape, as torch's (burn would give none
+/// for an input the graph never used), whole or broadcast, and a NaN in it reaches neither the
+/// result nor any gradient; the other operands' gradients are those of `alpha * (A @ X)`.
+#[test]
+fn addmm_with_zero_beta_gives_the_input_a_zero_gradient() {
+    let a = SparseTensor::<2>::csr_from_vecs(vec![0i64, 1, 3], vec![1, 0, 1], vec![2.0f64, 3.0, -1.0], [2, 2], &ad())
+        .unwrap()
+        .require_grad();
+    for input_shape in [[2, 2], [1, 2]] {
+        let len = input_shape[0] * input_shape[1];
+        let input = f64s(&vec![f64::NAN; len], input_shape).require_grad();
+        let x = f64s(&[1.0, 2.0, 3.0, 4.0], [2, 2]).require_grad();
+        let y = sp::addmm(input.clone(), &a, x.clone(), 0.0, 0.5);
+        // 0.5 * [2 * (3, 4), 3 * (1, 2) - (3, 4)]
+        assert_eq!(floats(y.clone()), vec![3.0, 4.0, 0.0, 1.0], "input {input_shape:?}");
+        let grads = y.sum().backward();
+        let g = input.grad(&grads).expect("addmm with beta = 0 leaves the input a gradient");
+        assert_eq!(g.dims(), input_shape);
+        assert_eq!(floats(g), vec![0.0; len], "input {input_shape:?}");
+        // d/dX[c, t] of sum(0.5 A X) = 0.5 * sum_r A[r, c]: A's column sums (3 and 1), halved.
+        assert_eq!(floats(x.grad(&grads).expect("X gradient")), vec![1.5, 1.5, 0.5, 0.5]);
+        // d/dA[r, c] = 0.5 * sum_t X[c, t]: X's row sums (3 and 7), halved.
+        assert_eq!(floats(a.values_flat().grad(&grads).expect("values gradient")), vec![3.5, 1.5, 3.5]);
+    }
+}
+
 #[test]
 fn gradcheck_sspaddmm() {
     let mut rng = Rng(24);

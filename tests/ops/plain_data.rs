@@ -152,6 +152,45 @@ fn sprs_matrices_convert_with_their_storage() {
     assert_eq!((s.shape(), s.nnz(), s.dtype()), ([0, 4], 0, DType::F32));
 }
 
+/// Back to sprs: a CSR or CSC tensor keeps its storage, the other layouts come as CSR
+/// (duplicates summed); sprs -> tensor -> sprs gives the same arrays bit for bit, values
+/// converted to the type asked; batch and dense dims are refused by name.
+#[test]
+fn sprs_round_trips_both_ways() {
+    let d = dev();
+    // [[0, 3, 0, -1e-300], [4, 0, 5, 0], [0, 0, 0, 0]]: an empty row, a subnormal-adjacent value.
+    let csr = sprs::CsMat::<f64>::new((3, 4), vec![0, 2, 4, 4], vec![1, 3, 0, 2], vec![3.0, -1e-300, 4.0, 5.0]);
+    for m in [csr.clone(), csr.to_csc()] {
+        let s = SparseTensor::from_sprs(&m, &d).unwrap();
+        let back: sprs::CsMat<f64> = s.to_sprs().unwrap();
+        assert_eq!(back.is_csr(), m.is_csr());
+        assert_eq!(
+            (back.shape(), back.indptr().raw_storage(), back.indices()),
+            (m.shape(), m.indptr().raw_storage(), m.indices())
+        );
+        let bits = |m: &sprs::CsMat<f64>| m.data().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&back), bits(&m), "csr: {}", m.is_csr());
+        let via_trait = sprs::CsMat::<f64>::try_from(&s).unwrap();
+        assert_eq!(via_trait, back);
+    }
+    // COO with a duplicate, and BSR: as CSR, duplicates summed; f32 values read as f32.
+    let coo = SparseTensor::coo_from_vecs([[1i64, 0], [0, 1], [1, 0]], vec![2.0f32, -3.0, 0.5], [2, 2], &d).unwrap();
+    let m: sprs::CsMat<f32> = coo.to_sprs().unwrap();
+    assert!(m.is_csr());
+    assert_eq!((m.indptr().raw_storage(), m.indices(), m.data()), (&[0, 1, 2][..], &[1, 0][..], &[-3.0f32, 2.5][..]));
+    let bsr = SparseTensor::from_sprs(&csr, &d).unwrap().to_layout(Layout::Bsr, Some([1, 2])).unwrap();
+    let m: sprs::CsMat<f64> = bsr.to_sprs().unwrap();
+    assert_eq!(m.to_dense(), csr.to_dense());
+    // Values converted to the type asked (f64 -> f32 here).
+    let m32: sprs::CsMat<f32> = SparseTensor::from_sprs(&csr, &d).unwrap().to_sprs().unwrap();
+    assert_eq!(m32.data(), &[3.0f32, -1e-300f64 as f32, 4.0, 5.0][..]);
+    // Dense dims do not fit a CsMat.
+    let hybrid =
+        SparseTensor::coo(int_on(&[0, 1], [1, 2], &d), f64s_plain(&[1.0, 2.0, 3.0, 4.0]).reshape([2, 2]), [2, 2]);
+    let e = hybrid.unwrap().to_sprs::<f64>().unwrap_err().to_string();
+    assert!(e.contains("to_sprs") && e.contains("1 dense dims"), "{e}");
+}
+
 #[test]
 fn serde_round_trips_every_layout_and_refuses_bad_bytes() {
     let d = dev();
@@ -196,4 +235,24 @@ fn serde_round_trips_every_layout_and_refuses_bad_bytes() {
     forged["coalesced"] = serde_json::json!(true);
     let e = serde_json::from_value::<SparseTensor<2>>(forged).unwrap_err().to_string();
     assert!(e.contains("marked coalesced"), "{e}");
+}
+
+/// A tensor enters the library through a constructor, which checks its device's backend once:
+/// Flex passes with and without autodiff (and the constructors build on it); another backend is
+/// an `UnsupportedBackend` error naming the device and the backends of this build, where burn
+/// would panic with "Backend not supported for custom op" at the first kernel.
+#[test]
+fn constructors_check_the_backend_once() {
+    use sparsegrad::backend::util::{check_backend, SUPPORTED_BACKENDS};
+    assert_eq!(check_backend(&burn::tensor::Device::flex()), Ok(()));
+    assert_eq!(check_backend(&burn::tensor::Device::flex().autodiff()), Ok(()));
+    assert_eq!(check_backend(&dev()), Ok(()));
+    assert!(SUPPORTED_BACKENDS.starts_with("Flex (`Device::flex()`)"), "{SUPPORTED_BACKENDS}");
+    let e = SparseError::UnsupportedBackend { device: "NdArray(Cpu)".into(), supported: SUPPORTED_BACKENDS };
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "device NdArray(Cpu): sparsegrad has no kernels for its backend; this build supports {SUPPORTED_BACKENDS}"
+        )
+    );
 }

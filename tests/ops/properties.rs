@@ -535,7 +535,8 @@ fn coo_validation<const D: usize>(shape: &[usize], nse: usize, dtype: DType, see
     let (p, dim) = (rng.below(nse), rng.below(D));
     let bad = if rng.next() & 1 == 0 { (shape[dim] + rng.below(3)) as i64 } else { -1 - rng.below(3) as i64 };
     e.tuples[p][dim] = bad;
-    let err = SparseError::IndexOutOfBounds { component: "indices", dim, position: p, value: bad, size: shape[dim] };
+    let err =
+        SparseError::IndexOutOfBounds { component: "indices", dim, position: p, value: bad.into(), size: shape[dim] };
     assert_eq!(build_coo(&e, shape, D, dtype).unwrap_err(), err);
     let rows = index_on(&flat(&e), [D, nse], dtype, &dev()).transpose();
     assert_eq!(SparseTensor::coo_from_rows(rows, values, shape).unwrap_err(), err);

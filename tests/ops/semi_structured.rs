@@ -451,6 +451,20 @@ fn gradcheck_every_op_and_arrangement() {
             },
             &[kept.clone(), xl.clone(), bias.clone()],
         );
+        // beta = 0: the bias's values ignored, its gradient zeros (torch).
+        gradcheck_all(
+            "addmm beta 0",
+            |t| {
+                flat(semi::addmm(
+                    t[2].clone().reshape([1, rows]),
+                    t[1].clone().reshape([n, cols]),
+                    &with(&t[0]).t(),
+                    0.0,
+                    2.0,
+                ))
+            },
+            &[kept.clone(), xl.clone(), bias.clone()],
+        );
         gradcheck_all(
             "linear",
             |t| flat(semi::linear(t[1].clone().reshape([n, cols]), &with(&t[0]), Some(t[2].clone()))),
@@ -534,4 +548,24 @@ fn i8_products_sum_in_i32() {
     assert!(err.to_string().contains("do not fit"), "{err}");
     let err = a.t().matmul_i32(ints(&xs[..rows * n], [rows, n])).unwrap_err();
     assert!(err.to_string().contains("transposed"), "{err}");
+}
+
+/// `addmm` with `beta = 0` gives the input a gradient of zeros of its shape, as torch does (burn
+/// gives none for an input the graph never used), and its NaN reaches neither the result nor
+/// the gradient.
+#[test]
+fn addmm_with_zero_beta_gives_the_input_a_zero_gradient() {
+    let mut rng = Rng(7);
+    let (rows, cols, n) = (4, 8, 3);
+    let d = patterned(rows, cols, SemiPattern::TwoFour, &mut rng);
+    let a = SemiStructuredTensor::from_dense(dense(&d, [rows, cols], DType::F64, &ad()), SemiPattern::TwoFour).unwrap();
+    let x: Vec<f64> = (0..n * cols).map(|_| rng.value()).collect();
+    let bias = dense(&[1.0, f64::NAN, 3.0, 4.0], [1, rows], DType::F64, &ad()).require_grad();
+    let y = semi::addmm(bias.clone(), dense(&x, [n, cols], DType::F64, &ad()), &a.t(), 0.0, 2.0);
+    let expected = semi::mm_dense_sparse(dense(&x, [n, cols], DType::F64, &ad()), &a.t()).mul_scalar(2.0);
+    assert_eq!(host(y.clone()), host(expected));
+    let grads = y.sum().backward();
+    let g = bias.grad(&grads).expect("addmm with beta = 0 leaves the input a gradient");
+    assert_eq!(g.dims(), [1, rows]);
+    assert_eq!(host(g), vec![0.0; rows]);
 }

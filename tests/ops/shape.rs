@@ -306,6 +306,33 @@ fn select_matches_dense() {
     );
 }
 
+/// An index out of range is `IndexOutOfBounds` with the index as given, along every path of
+/// `select` (a sparse dim, a dense dim, an index past `i64::MAX`, which was `InvalidArgument`)
+/// and of `at`.
+#[test]
+fn select_and_at_report_every_index_out_of_range_alike() {
+    let m = dense([4, 5, 3], 2, 0.5, 16, DType::F64, &dev());
+    let s = sparse::<3, 2>(&m, Kind::Coo, 1);
+    let oob = |dim: usize, position: usize, value: i128, size: usize| SparseError::IndexOutOfBounds {
+        component: "index",
+        dim,
+        position,
+        value,
+        size,
+    };
+    // Just past the end: a sparse dim, then the dense dim.
+    assert_eq!(s.try_select::<2>(0, 4).unwrap_err(), oob(0, 0, 4, 4));
+    assert_eq!(s.try_select::<2>(2, 3).unwrap_err(), oob(2, 0, 3, 3));
+    // Past i64::MAX, reported as given (not as text, not wrapped to a negative value).
+    for dim in [1, 2] {
+        assert_eq!(s.try_select::<2>(dim, usize::MAX).unwrap_err(), oob(dim, 0, usize::MAX as i128, [4, 5, 3][dim]));
+    }
+    let big = usize::MAX - 1;
+    assert_eq!(s.try_at::<1>(&[1, big]).unwrap_err(), oob(1, 1, big as i128, 5));
+    assert_eq!(s.try_at::<1>(&[1, 2, 3]).unwrap_err(), oob(2, 2, 3, 3));
+    assert!(s.try_select::<2>(1, usize::MAX).unwrap_err().to_string().contains(&usize::MAX.to_string()));
+}
+
 #[test]
 fn at_reads_dense_values() {
     for dtype in DTYPES {

@@ -58,7 +58,7 @@ pub fn check_coo_bounds<I: IndexElem>(
             component,
             dim,
             position,
-            value: indices[dim * nse + position].to_i64(),
+            value: indices[dim * nse + position].to_i64().into(),
             size: sizes[dim],
         }),
     }
@@ -123,7 +123,7 @@ pub fn check_compressed<I: IndexElem, J: IndexElem>(
                         component: names.plain,
                         dim: names.plain_dim,
                         position: b * nse + pos,
-                        value: v,
+                        value: v.into(),
                         size: n_plain,
                     });
                 }
