@@ -109,13 +109,18 @@ pub(crate) fn dots4<S: Simd, T: Real>(x: &[T], ys: [&[T]; 4]) -> [T; 4] {
             even[k] = fmadd(x0, unsafe { load::<S, T>(ys[k], q) }, even[k]);
         }
     }
-    core::array::from_fn(|k| {
+    // A loop, not `array::from_fn`: a closure is compiled without the kernel's target
+    // features, so its vector reductions became calls (and the accumulators went through the
+    // stack on every step), 2.6x slower.
+    let mut sums = [T::default(); 4];
+    for k in 0..4 {
         let mut sum = (even[k] + odd[k]).reduce_add();
         for t in nv * lanes..d {
             sum = sum + x[t] * ys[k][t];
         }
-        sum
-    })
+        sums[k] = sum;
+    }
+    sums
 }
 
 /// [`dots4`] for one row.
@@ -313,16 +318,16 @@ pub fn sddmm_bt<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a:
 const PANEL: usize = 64;
 
 /// Whether the f32 SDDMM at width `d` runs in two panels of 64 columns ([`sddmm_in_panels`]):
-/// at d = 128, where `b` outgrows a core's share of L2 (1 MB on the AVX-512 cores measured,
-/// 512 KB on Zen 3) and each of its rows is gathered often enough (16 times on average, as the
-/// SpMM's panels) to pay for the second pass over the pattern.
+/// at d = 128 on AVX-512, where `b` outgrows a core's share of L2 (1 MB) and each of its rows
+/// is gathered often enough (16 times on average, as the SpMM's panels) to pay for the second
+/// pass over the pattern. On the AVX2 path one pass was faster (uniform 4096 x 4096 at 10 %,
+/// AVX2 forced on a Zen 4: 24.8 ms against 27.7 in panels; at 1 %, 1.6 against 5.8).
 fn in_panels<T: 'static>(p: CsrPattern<'_, impl IndexElem, impl IndexElem>, d: usize) -> bool {
     const L2_SHARE: usize = 1 << 20;
-    core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
+    sddmm_holds_a_row::<T>(d)
         && d == 2 * PANEL
         && p.ncols() * d * core::mem::size_of::<f32>() > L2_SHARE
         && p.nnz() >= 16 * p.ncols()
-        && std::env::var_os("SG_NO_PANELS").is_none()
 }
 
 /// [`sddmm`] at d = 128 in two passes over the pattern, one per panel of 64 columns of `b`
@@ -337,7 +342,7 @@ fn sddmm_in_panels<T: 'static, I: IndexElem, J: IndexElem>(
 ) -> Vec<T> {
     let (m, k, nnz) = (p.nrows(), p.ncols(), p.nnz());
     let d = 2 * PANEL;
-    assert!(a.len() == m * d && panels.len() == k * d);
+    assert!(a.len() == m * d && panels.len() == k * d && isa() == Isa::Avx512);
     let mut out: Vec<T> = Vec::with_capacity(nnz);
     let ahead = prefetch_distance(k * PANEL * core::mem::size_of::<f32>());
     let cuts = p.row_blocks(rayon::current_num_threads() * 16);
@@ -353,21 +358,15 @@ fn sddmm_in_panels<T: 'static, I: IndexElem, J: IndexElem>(
     for (pass, panel) in [first, second].into_iter().enumerate() {
         let a = &a[pass * PANEL..];
         parts.par_iter_mut().for_each(|(r0, part)| {
-            if isa() == Isa::Avx512 {
-                // SAFETY: `isa` detected AVX-512F; `a` is `[m, 128]` from this panel's first
-                // column, read at stride 128; the panel is `[k, 64]`; the part is this row
-                // block's entries, which the second pass adds to after the first wrote them.
-                unsafe {
-                    if pass == 0 {
-                        sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a, d), panel, *r0, part, ahead)
-                    } else {
-                        sddmm_rows_f32_avx512_x4::<I, J, 4, true>(p, (a, d), panel, *r0, part, ahead)
-                    }
+            // SAFETY: AVX-512F (asserted); `a` is `[m, 128]` from this panel's first column,
+            // read at stride 128; the panel is `[k, 64]`; the part is this row block's entries,
+            // which the second pass adds to after the first wrote them.
+            unsafe {
+                if pass == 0 {
+                    sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a, d), panel, *r0, part, ahead)
+                } else {
+                    sddmm_rows_f32_avx512_x4::<I, J, 4, true>(p, (a, d), panel, *r0, part, ahead)
                 }
-            } else {
-                let args = RowsOf { p, a, lda: d, b: panel, d: PANEL, r0: *r0, out: part, ahead, add: pass == 1 };
-                // SAFETY: `simd::arch` is an architecture this CPU supports.
-                unsafe { sddmm_rows(args) }
             }
         });
     }
