@@ -19,37 +19,6 @@ use core::mem::MaybeUninit;
 use macerator::{vload_unaligned, with_simd, Simd, Vector};
 use rayon::prelude::*;
 
-/// `x · y` over equal-length slices, portable: four independent 16-lane accumulators (one would
-/// chain every multiply-add on the previous one's latency), reduced by halving. The kernels'
-/// dot product where no intrinsic version runs.
-#[inline(always)]
-pub(crate) fn dot_lanes<T: Real, const FMA: bool>(x: &[T], y: &[T]) -> T {
-    const LANES: usize = 16;
-    let mut acc = [[T::default(); LANES]; 4];
-    let mut wide_x = x.chunks_exact(4 * LANES);
-    let mut wide_y = y.chunks_exact(4 * LANES);
-    for (cx, cy) in wide_x.by_ref().zip(wide_y.by_ref()) {
-        for q in 0..4 {
-            for t in 0..LANES {
-                let (a, b) = (cx[q * LANES + t], cy[q * LANES + t]);
-                acc[q][t] = if FMA { T::mul_add(a, b, acc[q][t]) } else { acc[q][t] + a * b };
-            }
-        }
-    }
-    for (t, (&a, &b)) in wide_x.remainder().iter().zip(wide_y.remainder()).enumerate() {
-        acc[(t / LANES) % 4][t % LANES] = acc[(t / LANES) % 4][t % LANES] + a * b;
-    }
-    let mut acc: [T; LANES] = core::array::from_fn(|t| (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]));
-    let mut width = LANES / 2;
-    while width > 0 {
-        for t in 0..width {
-            acc[t] = acc[t] + acc[t + width];
-        }
-        width /= 2;
-    }
-    acc[0]
-}
-
 /// What one task of the row kernels reads and writes: the entries of rows `r0..` filling
 /// `out` (which starts at row `r0`'s first entry).
 pub(crate) struct RowsOf<'a, T, I, J> {
