@@ -357,10 +357,12 @@ fn mm_t_task_vectors<'a, S: Simd, T: Real>(
 ) -> bool {
     let (p0, w) = panel;
     let lanes = T::lanes::<S>();
-    // SAFETY (each arm): as the caller promises, with w = V · lanes.
     match (w % lanes == 0).then_some(w / lanes) {
+        // SAFETY: as the caller promises, with w = 4 lanes.
         Some(4) => unsafe { mm_t_task_lists::<S, T, 4>(meta, vals, shape, g, n, groups, p0, out) },
+        // SAFETY: as the caller promises, with w = 8 lanes.
         Some(8) => unsafe { mm_t_task_lists::<S, T, 8>(meta, vals, shape, g, n, groups, p0, out) },
+        // SAFETY: as the caller promises, with w = 16 lanes.
         Some(16) if lanes > 2 => unsafe { mm_t_task_lists::<S, T, 16>(meta, vals, shape, g, n, groups, p0, out) },
         _ => return false,
     }

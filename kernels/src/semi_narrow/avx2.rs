@@ -54,6 +54,8 @@ fn hsum(v: __m256) -> f32 {
 /// The CPU supports AVX2, FMA and F16C; `V` is f32, bf16 or f16; `out` as `Out::put` for every
 /// `m < N` and `r` in `r0..r1`.
 #[target_feature(enable = "avx2,fma,f16c")]
+// `st` indexes the metadata words, the values and B's columns alike.
+#[allow(clippy::needless_range_loop)]
 pub(super) unsafe fn block_avx2<V: Copy + 'static, const N: usize>(
     a: SemiRef<'_, V>,
     b: &[f32],
