@@ -168,7 +168,8 @@ fn spmm_rows_regs<S: Simd, T: Real, I: IndexElem, J: IndexElem, const V: usize>(
 
 /// The block on the path's architecture: [`spmm_rows_regs`] with 8 vectors of accumulators
 /// (half of AVX2's or NEON's registers; 64 f32 on AVX2) or 4 where the block's width is a
-/// multiple of that, [`spmm_rows`] in 64-column tiles otherwise.
+/// multiple of that, [`spmm_rows`] in 64-column tiles otherwise and in the scalar fallback
+/// (two-lane "vectors" there ran 1.5-3x slower than the compiler's own loop).
 #[with_simd(on(arch = crate::simd::arch()))]
 fn spmm_rows_simd<'a, S: Simd, T: Real, I: IndexElem, J: IndexElem>(
     a: CsrPattern<'a, I, J>,
