@@ -10,8 +10,16 @@
 //! `--sums` prints, for every op, the sum of its output's values and a hash of their bits
 //! instead of timing it: two builds whose sums and hashes agree computed bit-identical outputs.
 //!
-//! Usage: `cargo run --release --example bench [-- --json] [--only OP] [--sums]` (`--help`);
-//! with `--features wgpu` the `cube_*` rows time the products on burn's Cube backend as well.
+//! Each section (the products on one workload, spgemm, coalesce, the GCN step, dense -> CSR,
+//! the 2:4 layer, svd_lowrank, softmax) runs in a process of its own, started by this one with
+//! the same arguments and `--section`: a row's figure then depends on no row before it. In one
+//! process, the allocator's state and the caches that earlier rows left behind moved figures by
+//! up to 1.7x (coalesce on 10M entries: 327-344 ms alone, 488-571 ms after the products).
+//! `--in-process` runs every section in this process, as before.
+//!
+//! Usage: `cargo run --release --example bench [-- --json] [--only OP] [--sums] [--in-process]`
+//! (`--help`); with `--features wgpu` the `cube_*` rows time the products on burn's Cube
+//! backend as well.
 
 #[path = "memory/mod.rs"]
 mod memory;
@@ -36,11 +44,45 @@ struct Bench {
     /// Print each op's output sum and bit hash instead of timing it.
     #[arg(long)]
     sums: bool,
+    /// Run every section in this process (by default each runs in a process of its own).
+    #[arg(long)]
+    in_process: bool,
+    /// Run this section only: how the bench starts each section's process.
+    #[arg(long, hide = true, value_name = "SECTION")]
+    section: Option<String>,
 }
 
 impl Bench {
     fn wants(&self, op: &str) -> bool {
         self.only.as_deref().is_none_or(|o| op.contains(o))
+    }
+
+    /// Whether this process runs `section` (all of them with `--in-process`, one in a
+    /// section's own process).
+    fn runs(&self, section: &str) -> bool {
+        self.section.as_deref().is_none_or(|s| s == section)
+    }
+
+    /// Runs each section in a process of its own (this executable, the same arguments and
+    /// `--section`), in order; `false` where this process is to run them itself.
+    fn spawn_sections(&self, sections: &[String]) -> bool {
+        if self.in_process || self.section.is_some() {
+            return false;
+        }
+        let exe = std::env::current_exe().expect("bench: the path of this executable");
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        for section in sections {
+            let status = std::process::Command::new(&exe)
+                .args(&args)
+                .args(["--section", section])
+                .status()
+                .unwrap_or_else(|e| panic!("bench: starting section {section}: {e}"));
+            if !status.success() {
+                eprintln!("bench: section {section} failed ({status})");
+                std::process::exit(1);
+            }
+        }
+        true
     }
 
     /// Times `f` ([`time`] with `reps` runs; the median in ms), or with `--sums` prints the
@@ -592,13 +634,17 @@ fn main() {
         cpu_model(),
         rayon::current_num_threads()
     );
-    if bench.json {
-        println!("{{\"path\":\"{isa}\",\"cpu\":{:?},\"threads\":{}}}", cpu_model(), rayon::current_num_threads());
-    } else {
-        println!("{first}");
+    // The header and the workloads' proof once, from the first process.
+    let quiet = bench.json || bench.section.is_some();
+    if bench.section.is_none() {
+        if bench.json {
+            println!("{{\"path\":\"{isa}\",\"cpu\":{:?},\"threads\":{}}}", cpu_model(), rayon::current_num_threads());
+        } else {
+            println!("{first}");
+        }
     }
     let kept = std::env::var_os("SPARSEGRAD_BENCH_DEFAULT_MALLOC").is_none() && memory::keep_freed_memory();
-    if !bench.json {
+    if !quiet {
         println!(
             "allocator: {}",
             if kept {
@@ -613,7 +659,7 @@ fn main() {
     let mut built = Vec::new();
     for (name, make, n, xseed, (nnz, sum)) in workloads::set() {
         let a = make();
-        if !bench.json {
+        if !quiet {
             println!(
                 "workload {name}: {}x{} nnz {} (expected {nnz}) sum(values) {:.3} (expected {sum})",
                 a.rows,
@@ -627,23 +673,38 @@ fn main() {
         built.push((name, a, n, xseed));
     }
 
+    let mut sections: Vec<String> = built.iter().map(|b| format!("products:{}", b.0)).collect();
+    #[cfg(feature = "wgpu")]
+    if bench.wants("cube") {
+        sections.extend(built.iter().map(|b| format!("cube:{}", b.0)));
+    }
+    let named = ["spgemm", "coalesce", "gcn_step", "dense_to_csr", "linear", "svd_lowrank", "softmax"];
+    sections.extend(named.iter().filter(|s| bench.wants(s)).map(|s| s.to_string()));
+    if bench.spawn_sections(&sections) {
+        return;
+    }
+
     for (name, a, n, xseed) in &built {
-        products(&bench, name, a, *n, *xseed);
+        if bench.runs(&format!("products:{name}")) {
+            products(&bench, name, a, *n, *xseed);
+        }
     }
     #[cfg(feature = "wgpu")]
     if bench.wants("cube") {
         for (name, a, n, xseed) in &built {
-            cube_products(&bench, name, a, *n, *xseed);
+            if bench.runs(&format!("cube:{name}")) {
+                cube_products(&bench, name, a, *n, *xseed);
+            }
         }
     }
 
-    if bench.wants("spgemm") {
+    if bench.wants("spgemm") && bench.runs("spgemm") {
         for (name, a, _, _) in &built {
             spgemm_rows(&bench, name, a);
         }
     }
 
-    if bench.wants("coalesce") {
+    if bench.wants("coalesce") && bench.runs("coalesce") {
         // 10M random entries with duplicates in a 1M x 1M COO, as anchors.py (its own RNG).
         let n = 10_000_000usize;
         let mut idx = Vec::with_capacity(2 * n);
@@ -656,18 +717,18 @@ fn main() {
         bench.run("coalesce", "10M nse 1Mx1M", 3, None, || s.coalesce().values_flat());
     }
 
-    if bench.wants("gcn_step") && !bench.sums {
+    if bench.wants("gcn_step") && bench.runs("gcn_step") && !bench.sums {
         gcn_step(&bench, "Cora");
         gcn_step(&bench, "CiteSeer");
     }
 
-    if bench.wants("dense_to_csr") {
+    if bench.wants("dense_to_csr") && bench.runs("dense_to_csr") {
         let a = workloads::uniform(4096, 4096, 0.1, 4);
         let d = Tensor::<2>::from_data(TensorData::new(a.to_dense(), [4096, 4096]), &device);
         bench.run("dense_to_csr", "4096^2 d=0.1", 5, None, || d.clone().to_sparse_csr().expect("fits").values_flat());
     }
 
-    if bench.wants("linear") {
+    if bench.wants("linear") && bench.runs("linear") {
         if !bench.json && !bench.sums {
             let (fma, stream) = machine_peaks();
             println!(
@@ -681,7 +742,7 @@ fn main() {
         linear_fwd_bwd(&bench, 256, 4096, 4096);
     }
 
-    if bench.wants("svd_lowrank") {
+    if bench.wants("svd_lowrank") && bench.runs("svd_lowrank") {
         // torch.svd_lowrank(A_coo, q=16, niter=2) in the anchors (a coalesced COO input): timed
         // here on CSR and on COO (which converts to CSR once per call). The test matrix is drawn
         // from burn's generator, seeded at every call so that `--sums` is reproducible.
@@ -697,7 +758,7 @@ fn main() {
         }
     }
 
-    if bench.wants("softmax") {
+    if bench.wants("softmax") && bench.runs("softmax") {
         // torch.sparse.softmax(A_coo, 1) on powerlaw100k (anchor 26.9 ms): a coalesced COO input.
         if let Some((name, a, _, _)) = built.iter().find(|b| b.0 == "powerlaw100k") {
             let s = csr_tensor(a, &device).to_sparse_coo();

@@ -2,8 +2,22 @@
 //! widened to f32 by the callers), and the scaled row addition at the heart of SpMM.
 
 /// A value type the kernels compute in.
+///
+/// The macerator bounds let one kernel body run on every instruction set (`simd`).
 pub trait Real:
-    Copy + Default + Send + Sync + core::ops::Add<Output = Self> + core::ops::Mul<Output = Self> + 'static
+    Copy
+    + Default
+    + Send
+    + Sync
+    + core::ops::Add<Output = Self>
+    + core::ops::Mul<Output = Self>
+    + 'static
+    + macerator::Scalar
+    + macerator::VAdd
+    + macerator::VMul
+    + macerator::VMulAdd
+    + macerator::VFma
+    + macerator::ReduceAdd
 {
     /// `a * b + c`, fused where the caller compiled for FMA.
     fn mul_add(a: Self, b: Self, c: Self) -> Self;

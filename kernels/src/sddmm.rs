@@ -14,120 +14,151 @@ use crate::real::Real;
 use crate::scratch::{aligned_copy, Scratch};
 #[cfg(target_arch = "x86_64")]
 use crate::simd::reduce4;
-use crate::simd::{as_f32, as_f32_uninit, isa, multiversion, prefetch_row, Isa, PREFETCH};
+use crate::simd::{as_f32, as_f32_uninit, fmadd, isa, prefetch_row, Isa, PREFETCH};
 use core::mem::MaybeUninit;
+use macerator::{vload_unaligned, with_simd, Simd, Vector};
 use rayon::prelude::*;
 
-/// `x · y` over equal-length slices, portable: four independent 16-lane accumulators (one would
-/// chain every multiply-add on the previous one's latency), reduced by halving. The kernels'
-/// dot product where no intrinsic version runs.
-#[inline(always)]
-pub(crate) fn dot_lanes<T: Real, const FMA: bool>(x: &[T], y: &[T]) -> T {
-    const LANES: usize = 16;
-    let mut acc = [[T::default(); LANES]; 4];
-    let mut wide_x = x.chunks_exact(4 * LANES);
-    let mut wide_y = y.chunks_exact(4 * LANES);
-    for (cx, cy) in wide_x.by_ref().zip(wide_y.by_ref()) {
-        for q in 0..4 {
-            for t in 0..LANES {
-                let (a, b) = (cx[q * LANES + t], cy[q * LANES + t]);
-                acc[q][t] = if FMA { T::mul_add(a, b, acc[q][t]) } else { acc[q][t] + a * b };
-            }
-        }
-    }
-    for (t, (&a, &b)) in wide_x.remainder().iter().zip(wide_y.remainder()).enumerate() {
-        acc[(t / LANES) % 4][t % LANES] = acc[(t / LANES) % 4][t % LANES] + a * b;
-    }
-    let mut acc: [T; LANES] = core::array::from_fn(|t| (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]));
-    let mut width = LANES / 2;
-    while width > 0 {
-        for t in 0..width {
-            acc[t] = acc[t] + acc[t + width];
-        }
-        width /= 2;
-    }
-    acc[0]
+/// What one task of the row kernels reads and writes: the entries of rows `r0..` filling
+/// `out` (which starts at row `r0`'s first entry).
+pub(crate) struct RowsOf<'a, T, I, J> {
+    pub p: CsrPattern<'a, I, J>,
+    /// The left operand; the dot products read `d` elements of each of its rows, which start
+    /// `lda` apart (`lda > d` when a pass reads one panel of its columns).
+    pub a: &'a [T],
+    pub lda: usize,
+    /// The right operand's rows, `d` elements each, gathered by the pattern's columns.
+    pub b: &'a [T],
+    pub d: usize,
+    pub r0: usize,
+    pub out: &'a mut [MaybeUninit<T>],
+    /// Entries ahead whose rows of `b` are prefetched ([`prefetch_distance`]).
+    pub ahead: usize,
+    /// Whether the sums add to what `out` holds (the second panel's pass) or replace it.
+    pub add: bool,
 }
 
-/// Entries of rows `r0..` filling `out` (which starts at row `r0`'s first entry): each row of
-/// `a` is read once for all its entries ([`dot_lanes`] for each).
+/// `x[q * lanes..]` as a vector.
+///
+/// # Safety
+/// `(q + 1) * lanes <= x.len()`.
 #[inline(always)]
-fn sddmm_rows<T: Real, I: IndexElem, J: IndexElem, const FMA: bool>(
-    p: CsrPattern<'_, I, J>,
-    a: &[T],
-    b: &[T],
-    d: usize,
-    r0: usize,
-    out: &mut [MaybeUninit<T>],
-) {
+unsafe fn load<S: Simd, T: Real>(x: &[T], q: usize) -> Vector<S, T> {
+    // SAFETY: the lanes lie inside `x` (the caller's promise).
+    unsafe { vload_unaligned::<S, T>(x.as_ptr().add(q * T::lanes::<S>())) }
+}
+
+/// The dot products of `x` with the four rows `ys` (each at least as long), in two chains a
+/// row (eight independent multiply-add chains, enough to cover their latency on AVX2 and
+/// AVX-512 alike), with each vector of `x` loaded once for the four.
+#[inline(always)]
+pub(crate) fn dots4<S: Simd, T: Real>(x: &[T], ys: [&[T]; 4]) -> [T; 4] {
+    let (lanes, d) = (T::lanes::<S>(), x.len());
+    assert!(ys.iter().all(|y| y.len() >= d), "dots4: rows shorter than x");
+    let nv = d / lanes;
+    let zero = T::default().splat::<S>();
+    let (mut even, mut odd) = ([zero; 4], [zero; 4]);
+    let mut q = 0;
+    while q + 2 <= nv {
+        // SAFETY: (q + 2) lanes <= nv lanes <= d, the length of `x` and at most each row's.
+        let (x0, x1) = unsafe { (load::<S, T>(x, q), load::<S, T>(x, q + 1)) };
+        for k in 0..4 {
+            // SAFETY: as above.
+            let (y0, y1) = unsafe { (load::<S, T>(ys[k], q), load::<S, T>(ys[k], q + 1)) };
+            even[k] = fmadd(x0, y0, even[k]);
+            odd[k] = fmadd(x1, y1, odd[k]);
+        }
+        q += 2;
+    }
+    if q < nv {
+        // SAFETY: as above, q + 1 <= nv.
+        let x0 = unsafe { load::<S, T>(x, q) };
+        for k in 0..4 {
+            // SAFETY: as above.
+            even[k] = fmadd(x0, unsafe { load::<S, T>(ys[k], q) }, even[k]);
+        }
+    }
+    // A loop, not `array::from_fn`: a closure is compiled without the kernel's target
+    // features, so its vector reductions became calls (and the accumulators went through the
+    // stack on every step), 2.6x slower.
+    let mut sums = [T::default(); 4];
+    for k in 0..4 {
+        let mut sum = (even[k] + odd[k]).reduce_add();
+        for t in nv * lanes..d {
+            sum = sum + x[t] * ys[k][t];
+        }
+        sums[k] = sum;
+    }
+    sums
+}
+
+/// [`dots4`] for one row.
+#[inline(always)]
+fn dot1<S: Simd, T: Real>(x: &[T], y: &[T]) -> T {
+    let (lanes, d) = (T::lanes::<S>(), x.len());
+    assert!(y.len() >= d, "dot1: row shorter than x");
+    let nv = d / lanes;
+    let zero = T::default().splat::<S>();
+    let (mut even, mut odd) = (zero, zero);
+    let mut q = 0;
+    while q + 2 <= nv {
+        // SAFETY: (q + 2) lanes <= nv lanes <= d <= both lengths.
+        let (x0, x1, y0, y1) =
+            unsafe { (load::<S, T>(x, q), load::<S, T>(x, q + 1), load::<S, T>(y, q), load::<S, T>(y, q + 1)) };
+        even = fmadd(x0, y0, even);
+        odd = fmadd(x1, y1, odd);
+        q += 2;
+    }
+    if q < nv {
+        // SAFETY: as above, q + 1 <= nv.
+        even = fmadd(unsafe { load::<S, T>(x, q) }, unsafe { load::<S, T>(y, q) }, even);
+    }
+    let mut sum = (even + odd).reduce_add();
+    for t in nv * lanes..d {
+        sum = sum + x[t] * y[t];
+    }
+    sum
+}
+
+/// The entries of one task ([`RowsOf`]), one kernel body for every instruction set: each row
+/// of `a` is read once for all its entries, and each of its vectors is loaded once for four
+/// rows of `b` ([`dots4`]).
+#[with_simd(on(arch = crate::simd::arch()))]
+fn sddmm_rows<'a, S: Simd, T: Real, I: IndexElem, J: IndexElem>(args: RowsOf<'a, T, I, J>) {
+    let RowsOf { p, a, lda, b, d, r0, out, ahead, add } = args;
     let (crow, col) = (p.ptr(), p.idx());
-    let base = crow[r0].to_i64() as usize;
-    let mut r = r0;
-    let mut done = 0;
-    while done < out.len() {
+    let (base, total) = (crow[r0].to_i64() as usize, out.len());
+    let row = |j: usize| &b[col[j].to_i64() as usize * d..][..d];
+    let mut put = |j: usize, v: T| {
+        let o = &mut out[j - base];
+        // SAFETY: with `add`, the first panel's pass wrote every entry of this part.
+        let before = if add { unsafe { o.assume_init() } } else { T::default() };
+        o.write(before + v);
+    };
+    let (mut r, mut done) = (r0, 0);
+    while done < total {
         let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
-        let ar = &a[r * d..(r + 1) * d];
-        for j in s..e {
-            prefetch_row(b, col, j + PREFETCH, d, 0, d.min(64));
-            let br = &b[col[j].to_i64() as usize * d..][..d];
-            out[j - base].write(dot_lanes::<T, FMA>(ar, br));
+        let ar = &a[r * lda..][..d];
+        let mut j = s;
+        while j + 4 <= e {
+            for k in ahead..ahead + 4 {
+                prefetch_row(b, col, j + k, d, 0, d.min(64));
+            }
+            let sums = dots4::<S, T>(ar, [row(j), row(j + 1), row(j + 2), row(j + 3)]);
+            for (t, v) in sums.into_iter().enumerate() {
+                put(j + t, v);
+            }
+            j += 4;
+        }
+        while j < e {
+            put(j, dot1::<S, T>(ar, row(j)));
+            j += 1;
         }
         done += e - s;
         r += 1;
     }
 }
 
-multiversion! {
-    /// `sddmm_rows` compiled for the best vector extension available.
-    fn sddmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize, r0: usize, out: &mut [MaybeUninit<T>]) => sddmm_rows
-}
-/// `sddmm_rows` for f32 with AVX-512: four 16-lane FMA chains per dot product and one
-/// horizontal reduction instruction sequence; the portable version's reduction through an array
-/// cost three times the multiply-adds.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn sddmm_rows_f32_avx512<I: IndexElem, J: IndexElem>(
-    p: CsrPattern<'_, I, J>,
-    a: &[f32],
-    b: &[f32],
-    d: usize,
-    r0: usize,
-    out: &mut [MaybeUninit<f32>],
-) {
-    let (crow, col) = (p.ptr(), p.idx());
-    use core::arch::x86_64::*;
-    let base = crow[r0].to_i64() as usize;
-    let (full, rest) = (d / 64 * 64, d % 64);
-    let mut r = r0;
-    let mut done = 0;
-    while done < out.len() {
-        let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
-        let ar = &a[r * d..(r + 1) * d];
-        for j in s..e {
-            prefetch_row(b, col, j + PREFETCH, d, 0, d.min(64));
-            let br = &b[col[j].to_i64() as usize * d..][..d];
-            let (pa, pb) = (ar.as_ptr(), br.as_ptr());
-            let mut acc = [_mm512_setzero_ps(); 4];
-            let mut t = 0;
-            while t < full {
-                for (q, accq) in acc.iter_mut().enumerate() {
-                    // SAFETY: t + 16 q + 16 <= full <= d: inside both rows.
-                    let (x, y) = unsafe { (_mm512_loadu_ps(pa.add(t + 16 * q)), _mm512_loadu_ps(pb.add(t + 16 * q))) };
-                    *accq = _mm512_fmadd_ps(x, y, *accq);
-                }
-                t += 64;
-            }
-            let mut tail = 0.0f32;
-            for i in full..full + rest {
-                tail += ar[i] * br[i];
-            }
-            let sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-            out[j - base].write(_mm512_reduce_add_ps(sum) + tail);
-        }
-        done += e - s;
-        r += 1;
-    }
-}
 /// `sddmm_rows_f32_avx512` for rows of exactly `16 V` columns, four entries at a time: the
 /// row of `a` stays in `V` registers, and the four dot products reduce together (one transpose
 /// of partial sums, 13 instructions instead of four 8-instruction horizontal reductions, which
@@ -258,7 +289,8 @@ const PANEL: usize = 64;
 /// Whether the f32 SDDMM at width `d` runs in two panels of 64 columns ([`sddmm_in_panels`]):
 /// at d = 128 on AVX-512, where `b` outgrows a core's share of L2 (1 MB) and each of its rows
 /// is gathered often enough (16 times on average, as the SpMM's panels) to pay for the second
-/// pass over the pattern.
+/// pass over the pattern. On the AVX2 path one pass was faster (uniform 4096 x 4096 at 10 %,
+/// AVX2 forced on a Zen 4: 24.8 ms against 27.7 in panels; at 1 %, 1.6 against 5.8).
 fn in_panels<T: 'static>(p: CsrPattern<'_, impl IndexElem, impl IndexElem>, d: usize) -> bool {
     const L2_SHARE: usize = 1 << 20;
     sddmm_holds_a_row::<T>(d)
@@ -292,16 +324,21 @@ fn sddmm_in_panels<T: 'static, I: IndexElem, J: IndexElem>(
     }
     let (first, second) = panels.split_at(k * PANEL);
     // Pass by pass: each thread's gathers stay in one panel.
-    parts.par_iter_mut().for_each(|(r0, part)| {
-        // SAFETY: AVX-512F (asserted); `a` is `[m, 128]`, its first 64 columns read at stride
-        // 128; the panel is `[k, 64]`; the part is this row block's entries.
-        unsafe { sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a, d), first, *r0, part, ahead) }
-    });
-    parts.par_iter_mut().for_each(|(r0, part)| {
-        // SAFETY: as above, columns 64..128 of `a`; every entry of the part was written by
-        // the first pass, which this one adds to.
-        unsafe { sddmm_rows_f32_avx512_x4::<I, J, 4, true>(p, (&a[PANEL..], d), second, *r0, part, ahead) }
-    });
+    for (pass, panel) in [first, second].into_iter().enumerate() {
+        let a = &a[pass * PANEL..];
+        parts.par_iter_mut().for_each(|(r0, part)| {
+            // SAFETY: AVX-512F (asserted); `a` is `[m, 128]` from this panel's first column,
+            // read at stride 128; the panel is `[k, 64]`; the part is this row block's entries,
+            // which the second pass adds to after the first wrote them.
+            unsafe {
+                if pass == 0 {
+                    sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a, d), panel, *r0, part, ahead)
+                } else {
+                    sddmm_rows_f32_avx512_x4::<I, J, 4, true>(p, (a, d), panel, *r0, part, ahead)
+                }
+            }
+        });
+    }
     // SAFETY: the row blocks' parts partition the output and the first pass wrote every entry.
     unsafe { out.set_len(nnz) };
     out
@@ -348,20 +385,22 @@ fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>,
     }
     parts.into_par_iter().for_each(|(r0, part)| {
         #[cfg(target_arch = "x86_64")]
-        if let (Some(a32), Some(b32), Some(o32)) = (as_f32(a), as_f32(b), as_f32_uninit(part)) {
-            if isa() == Isa::Avx512 {
-                // SAFETY: `isa` detected AVX-512F.
+        if let (Some(a32), Some(b32), Some(o32)) = (as_f32(a), as_f32(b), as_f32_uninit(&mut *part)) {
+            if sddmm_holds_a_row::<T>(d) {
+                // SAFETY: `isa` detected AVX-512F (`sddmm_holds_a_row`).
                 unsafe {
-                    match d {
-                        64 => sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a32, d), b32, r0, o32, ahead),
-                        128 => sddmm_rows_f32_avx512_x4::<I, J, 8, false>(p, (a32, d), b32, r0, o32, ahead),
-                        _ => sddmm_rows_f32_avx512(p, a32, b32, d, r0, o32),
+                    if d == 64 {
+                        sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a32, d), b32, r0, o32, ahead)
+                    } else {
+                        sddmm_rows_f32_avx512_x4::<I, J, 8, false>(p, (a32, d), b32, r0, o32, ahead)
                     }
                 };
                 return;
             }
         }
-        sddmm_rows_dispatch(p, a, b, d, r0, part)
+        let args = RowsOf { p, a, lda: d, b, d, r0, out: part, ahead, add: false };
+        // SAFETY: `simd::arch` is an architecture this CPU supports.
+        unsafe { sddmm_rows(args) }
     });
     // SAFETY: the pattern is valid (its type says so): its rows run from entry 0 to entry nnz,
     // so the row blocks' parts partition the output, and the kernels write every entry of

@@ -238,6 +238,15 @@ const SLAB_BYTES: usize = 32 * 1024;
 /// Rows of `A` per task: enough that a slab is reused many times before the next is loaded.
 const RB: usize = 256;
 
+/// The bytes of accumulators a row of [`semi_mm`]'s panel keeps in registers: half the vector
+/// registers of the path (`isa`).
+fn accumulator_bytes() -> usize {
+    match isa() {
+        Isa::Avx512 => 16 * 64,
+        Isa::Avx2Fma | Isa::Portable => 8 * 32,
+    }
+}
+
 /// Rows ahead whose slab run of values and metadata a task prefetches.
 const AHEAD: usize = 3;
 
@@ -438,9 +447,11 @@ pub fn semi_mm<T: Real>(a: SemiRef<'_, T>, b: &[T], n: usize, transposed: bool) 
         return crate::semi_narrow::semi_mm_narrow(a, b, n, transposed);
     }
     let (meta, vals, rows, cols) = (a.layout.meta, a.vals, a.layout.rows, a.layout.cols);
-    // Sixteen vector registers of accumulators per row at most (half of AVX-512's), fewer
-    // when `n` is small: the metadata decoding is paid once for that many multiply-adds.
-    let wide = 1024 / core::mem::size_of::<T>();
+    // Half the vector registers as accumulators per row at most (16 of AVX-512's 32, 8 of
+    // AVX2's or NEON's 16), fewer when `n` is small: the metadata decoding is paid once for
+    // that many multiply-adds. More spill: 256 f32 accumulators were 32 registers on AVX2,
+    // and every multiply-add went through memory (3x slower than burn's dense product).
+    let wide = accumulator_bytes() / core::mem::size_of::<T>();
     let nt = wide.min(n.next_power_of_two().max(8));
     let len = out_len(rows, n, "semi_mm: the output");
     assert_eq!(b.len(), out_len(cols, n, "semi_mm: b"), "semi_mm: b is [cols, n] (or [n, cols] transposed)");

@@ -18,7 +18,8 @@ use crate::real::Real;
 use crate::semi::{SemiLayout, SemiRef, WORD_COLUMNS};
 #[cfg(target_arch = "x86_64")]
 use crate::simd::{as_f32, as_f32_mut};
-use crate::simd::{multiversion, prefetch_range};
+use crate::simd::{fmadd, prefetch_range};
+use macerator::{vload_unaligned, vstore_unaligned, with_simd, Simd, Vector};
 use rayon::prelude::*;
 
 /// Result columns per task panel of `semi_mm_t`.
@@ -88,12 +89,10 @@ unsafe fn mm_t_task<T: Real, const FMA: bool>(
 
 /// Groups of a row whose kept values share a cache line (16 f32 values): the lists of
 /// `mm_t_task_f32_avx512` are built for this many groups at a time.
-#[cfg(target_arch = "x86_64")]
 const LINE_GROUPS: usize = 8;
 
 /// Rows of `A` per chunk of `mm_t_task_f32_avx512`: their panel of `G` (at most 32 KB) stays in
 /// L1 while the slab's groups pass over it. At most 128 (list entries index rows by a byte).
-#[cfg(target_arch = "x86_64")]
 fn chunk_rows(width: usize) -> usize {
     (32 * 1024 / (4 * width)).clamp(8, 64)
 }
@@ -101,34 +100,32 @@ fn chunk_rows(width: usize) -> usize {
 /// For each of `LINE_GROUPS` groups and each of its four slots, the chunk rows that keep the
 /// slot and their values: up to twice the chunk (a nibble whose two slots are equal puts both
 /// of its row's values on one list).
-#[cfg(target_arch = "x86_64")]
-struct SlotLists {
+struct SlotLists<T> {
     rows: Vec<u8>,
-    vals: Vec<f32>,
+    vals: Vec<T>,
     len: [[usize; 4]; LINE_GROUPS],
     cap: usize,
 }
 
-#[cfg(target_arch = "x86_64")]
-impl SlotLists {
+impl<T: Copy + Default> SlotLists<T> {
     fn new(chunk: usize) -> Self {
         let cap = 2 * chunk;
         Self {
             rows: vec![0; LINE_GROUPS * 4 * cap],
-            vals: vec![0.0; LINE_GROUPS * 4 * cap],
+            vals: vec![T::default(); LINE_GROUPS * 4 * cap],
             len: [[0; 4]; LINE_GROUPS],
             cap,
         }
     }
 
-    fn push(&mut self, j: usize, slot: usize, row: u8, v: f32) {
+    fn push(&mut self, j: usize, slot: usize, row: u8, v: T) {
         let at = (4 * j + slot) * self.cap + self.len[j][slot];
         self.rows[at] = row;
         self.vals[at] = v;
         self.len[j][slot] += 1;
     }
 
-    fn list(&self, j: usize, slot: usize) -> (&[u8], &[f32]) {
+    fn list(&self, j: usize, slot: usize) -> (&[u8], &[T]) {
         let (at, len) = ((4 * j + slot) * self.cap, self.len[j][slot]);
         (&self.rows[at..at + len], &self.vals[at..at + len])
     }
@@ -249,6 +246,129 @@ unsafe fn mm_t_task_f32_avx512<const V: usize>(
     }
 }
 
+/// `acc += Σ v · G[row]` over one slot list (the generic twin of `slot_sum`): `V` vectors of a
+/// result row's panel, each row of the chunk's `G` (`gbuf`, rows `w = V · lanes` apart) read
+/// once.
+#[inline(always)]
+fn slot_sum_lanes<S: Simd, T: Real, const V: usize>(gbuf: &[T], rows: &[u8], vals: &[T], acc: &mut [Vector<S, T>; V]) {
+    let w = V * T::lanes::<S>();
+    for (&i, &v) in rows.iter().zip(vals) {
+        let gp = &gbuf[i as usize * w..][..w];
+        let c = v.splat::<S>();
+        for (q, a) in acc.iter_mut().enumerate() {
+            // SAFETY: lanes q · lanes.. (q + 1) · lanes <= w of the checked row.
+            *a = fmadd(c, unsafe { vload_unaligned::<S, T>(gp.as_ptr().add(q * T::lanes::<S>())) }, *a);
+        }
+    }
+}
+
+/// One task of `semi_mm_t` (groups `g0..g1`, the panel of `w = V · lanes` columns from `p0`),
+/// one kernel body for every instruction set: the rows of `A` go in chunks whose panel of `G`
+/// is copied into L1; for every `LINE_GROUPS` groups, each of their result rows (a group and
+/// slot) gathers the chunk rows that keep it into a list, and sums them in `V` registers.
+/// The result rows stay in registers across a list instead of being re-read for every kept
+/// value, as the plain walk does (`mm_t_task`); AVX-512 runs `mm_t_task_f32_avx512`, its
+/// hand-written twin.
+///
+/// # Safety
+/// `p0 + w <= n`, `4 g1 <= cols`, and no other task writes the rows `4 g0..4 g1` x columns
+/// `p0..p0 + w` of the `[cols, n]` output.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn mm_t_task_lists<S: Simd, T: Real, const V: usize>(
+    meta: &[i16],
+    vals: &[T],
+    (rows, cols): (usize, usize),
+    g: &[T],
+    n: usize,
+    (g0, g1): (usize, usize),
+    p0: usize,
+    out: &SendPtr<T>,
+) {
+    let lanes = T::lanes::<S>();
+    let w = V * lanes;
+    let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
+    assert!(p0 + w <= n && 4 * g1 <= cols && meta.len() >= rows * words && vals.len() >= rows * half);
+    let chunk = chunk_rows(w);
+    let mut sums = vec![T::default(); (g1 - g0) * 4 * w];
+    let mut gbuf = vec![T::default(); chunk * w];
+    let mut lists = SlotLists::new(chunk);
+    for r0 in (0..rows).step_by(chunk) {
+        let end = (r0 + chunk).min(rows);
+        for (i, r) in (r0..end).enumerate() {
+            gbuf[i * w..][..w].copy_from_slice(&g[r * n + p0..][..w]);
+        }
+        for l0 in (g0..g1).step_by(LINE_GROUPS) {
+            let l1 = (l0 + LINE_GROUPS).min(g1);
+            lists.len = [[0; 4]; LINE_GROUPS];
+            for (i, r) in (r0..end).enumerate() {
+                let (wr, vr) = (&meta[r * words..(r + 1) * words], &vals[r * half..(r + 1) * half]);
+                for grp in l0..l1 {
+                    let nibble = (wr[grp / 4] as u16 as usize) >> (4 * (grp % 4));
+                    lists.push(grp - l0, nibble & 3, i as u8, vr[2 * grp]);
+                    lists.push(grp - l0, (nibble >> 2) & 3, i as u8, vr[2 * grp + 1]);
+                }
+            }
+            for grp in l0..l1 {
+                for slot in 0..4 {
+                    let (rows_of, vals_of) = lists.list(grp - l0, slot);
+                    if rows_of.is_empty() {
+                        continue;
+                    }
+                    let sp = &mut sums[((grp - g0) * 4 + slot) * w..][..w];
+                    let mut acc = [T::default().splat::<S>(); V];
+                    for (q, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: lanes q · lanes.. (q + 1) · lanes <= w of the checked row.
+                        *a = unsafe { vload_unaligned::<S, T>(sp.as_ptr().add(q * lanes)) };
+                    }
+                    slot_sum_lanes::<S, T, V>(&gbuf, rows_of, vals_of, &mut acc);
+                    for (q, a) in acc.iter().enumerate() {
+                        // SAFETY: as above.
+                        unsafe { vstore_unaligned::<S, T>(sp.as_mut_ptr().add(q * lanes), *a) };
+                    }
+                }
+            }
+        }
+    }
+    for (i, row) in sums.chunks_exact(w).enumerate() {
+        let c = 4 * g0 + i;
+        // SAFETY: c < 4 g1 <= cols and p0 + w <= n (asserted): inside the output, in this
+        // task's rectangle (the caller's promise).
+        unsafe { core::ptr::copy_nonoverlapping(row.as_ptr(), out.at(c * n + p0), w) };
+    }
+}
+
+/// [`mm_t_task_lists`] where the panel is `V · lanes` wide for `V` in 4, 8 or 16 (the panels
+/// of [`mm_t_panels`] on the path); `false` where it is not, for the plain walk to run.
+///
+/// # Safety
+/// As [`mm_t_task_lists`] for the panel.
+#[with_simd(on(arch = crate::simd::arch()))]
+#[allow(clippy::too_many_arguments)]
+fn mm_t_task_vectors<'a, S: Simd, T: Real>(
+    meta: &'a [i16],
+    vals: &'a [T],
+    shape: (usize, usize),
+    g: &'a [T],
+    n: usize,
+    groups: (usize, usize),
+    panel: (usize, usize),
+    out: &'a SendPtr<T>,
+) -> bool {
+    let (p0, w) = panel;
+    let lanes = T::lanes::<S>();
+    match (w % lanes == 0).then_some(w / lanes) {
+        // SAFETY: as the caller promises, with w = 4 lanes.
+        Some(4) => unsafe { mm_t_task_lists::<S, T, 4>(meta, vals, shape, g, n, groups, p0, out) },
+        // SAFETY: as the caller promises, with w = 8 lanes.
+        Some(8) => unsafe { mm_t_task_lists::<S, T, 8>(meta, vals, shape, g, n, groups, p0, out) },
+        // SAFETY: as the caller promises, with w = 16 lanes.
+        Some(16) if lanes > 2 => unsafe { mm_t_task_lists::<S, T, 16>(meta, vals, shape, g, n, groups, p0, out) },
+        _ => return false,
+    }
+    true
+}
+
 /// `mm_t_task` compiled for the best vector extension available.
 ///
 /// # Safety
@@ -264,6 +384,13 @@ unsafe fn mm_t_task_dispatch<T: Real>(
     panel: (usize, usize),
     out: &SendPtr<T>,
 ) {
+    if crate::simd::isa() != crate::simd::Isa::Avx512 {
+        // SAFETY: `simd::arch` is an architecture this CPU supports; the panel as the caller
+        // promises.
+        if unsafe { mm_t_task_vectors(meta, vals, shape, g, n, groups, panel, out) } {
+            return;
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     {
         use crate::simd::{isa, Isa};
@@ -387,25 +514,43 @@ pub fn semi_mm_t<T: Real>(a: SemiRef<'_, T>, g: &[T], n: usize) -> Vec<T> {
 }
 
 /// The dot products of the kept values of rows `r0..` (filling `out`, which starts at row
-/// `r0`'s first value) with their rows of `B`.
-#[inline(always)]
-fn sddmm_rows<T: Real, const FMA: bool>(layout: SemiLayout<'_>, g: &[T], b: &[T], n: usize, r0: usize, out: &mut [T]) {
+/// `r0`'s first value) with their rows of `B`, one kernel body for every instruction set: two
+/// groups (four kept values) at a time, each vector of the row of `G` loaded once for the four
+/// (`sddmm::dots4`), over blocks of columns whose rows of `B` stay in L1 while the task's rows
+/// pass (as [`sddmm_rows_f32_avx512`]).
+#[with_simd(on(arch = crate::simd::arch()))]
+fn sddmm_rows<'a, S: Simd, T: Real>(
+    layout: SemiLayout<'a>,
+    g: &'a [T],
+    b: &'a [T],
+    n: usize,
+    r0: usize,
+    out: &'a mut [T],
+) {
     let (cols, meta) = (layout.cols(), layout.meta());
     let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
-    for (i, o) in out.chunks_mut(half).enumerate() {
-        let r = r0 + i;
-        let (wr, gr) = (&meta[r * words..(r + 1) * words], &g[r * n..(r + 1) * n]);
-        for (j, o) in o.iter_mut().enumerate() {
-            let (c0, c1) = group_columns(wr, j / 2);
-            let br = &b[if j % 2 == 0 { c0 } else { c1 } * n..][..n];
-            *o = crate::sddmm::dot_lanes::<T, FMA>(gr, br);
+    let block = (32 * 1024 / (core::mem::size_of::<T>() * n.max(1))).max(4) / 4;
+    let groups = half / 2;
+    let row = |c: usize| &b[c * n..][..n];
+    for gb in (0..groups).step_by(block) {
+        let ge = (gb + block).min(groups);
+        for (i, o) in out.chunks_mut(half).enumerate() {
+            let r = r0 + i;
+            let (wr, gr) = (&meta[r * words..(r + 1) * words], &g[r * n..(r + 1) * n]);
+            let mut grp = gb;
+            while grp + 2 <= ge {
+                let ((c0, c1), (c2, c3)) = (group_columns(wr, grp), group_columns(wr, grp + 1));
+                let sums = crate::sddmm::dots4::<S, T>(gr, [row(c0), row(c1), row(c2), row(c3)]);
+                o[2 * grp..2 * grp + 4].copy_from_slice(&sums);
+                grp += 2;
+            }
+            if grp < ge {
+                let (c0, c1) = group_columns(wr, grp);
+                let sums = crate::sddmm::dots4::<S, T>(gr, [row(c0), row(c1), row(c0), row(c1)]);
+                o[2 * grp..2 * grp + 2].copy_from_slice(&sums[..2]);
+            }
         }
     }
-}
-
-multiversion! {
-    /// `sddmm_rows` compiled for the best vector extension available.
-    fn sddmm_rows_dispatch<T: Real>(layout: SemiLayout<'_>, g: &[T], b: &[T], n: usize, r0: usize, out: &mut [T]) => sddmm_rows
 }
 
 /// `sddmm_rows` for f32 with AVX-512 and `n = 16 V`: the row of `G` stays in `V` registers for
@@ -500,7 +645,8 @@ pub fn semi_sddmm<T: Real>(p: SemiLayout<'_>, g: &[T], b: &[T], n: usize) -> Vec
                 return;
             }
         }
-        sddmm_rows_dispatch(p, g, b, n, blk * ROWS, o)
+        // SAFETY: `simd::arch` is an architecture this CPU supports.
+        unsafe { sddmm_rows(p, g, b, n, blk * ROWS, o) }
     });
     out
 }

@@ -15,6 +15,8 @@
 //!   Kept values stored as bf16 or f16 are read as stored and widened in registers.
 //! - AVX512_BF16 (bf16 values against a bf16 `B`): 64 columns a step, one 16-bit permute and one
 //!   `vdpbf16ps` per row of `B` (`semi_mm_narrow_bf16`).
+//! - AVX2 with FMA (f32, bf16 or f16 values; `avx2.rs`): the same walk 16 columns a step in
+//!   256-bit registers, the row of `B` selected by two one-register permutes and a blend.
 //! - Elsewhere: the same walk a group at a time.
 //!
 //! Rows of `A` go to tasks in blocks, so each thread streams its own part of the values; the
@@ -27,6 +29,9 @@ use crate::real::Real;
 use crate::semi::{SemiRef, WORD_COLUMNS};
 use crate::simd::{isa, Isa};
 use rayon::prelude::*;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 
 /// Rows of `B` up to which [`semi_mm_narrow`] applies (and `semi_mm` hands over to it).
 pub const NARROW: usize = 16;
@@ -325,6 +330,11 @@ unsafe fn rows_of<V: Kept, const N: usize>(a: SemiRef<'_, V>, b: &[V::Acc], rows
             // f32, bf16 or f16 (the `Kept` impls) and the output holds f32s; the writes as the
             // caller promises.
             return unsafe { block_avx512::<V, N>(a, b32, rows, &out.cast::<f32>()) };
+        }
+        if isa() == Isa::Avx2Fma && std::arch::is_x86_feature_detected!("f16c") {
+            // SAFETY: `isa` detected AVX2 and FMA, and F16C is detected; V is f32, bf16 or f16
+            // and the output holds f32s, as above; the writes as the caller promises.
+            return unsafe { avx2::block_avx2::<V, N>(a, b32, rows, &out.cast::<f32>()) };
         }
     }
     // SAFETY: as the caller promises.

@@ -1,5 +1,7 @@
 //! The one place the CPU is asked what it supports ([`isa`], detected once), and the pieces
-//! every vectorised kernel shares: the multiversioning macro that compiles a portable kernel
+//! every vectorised kernel shares: the macerator architecture of the chosen path ([`arch`]),
+//! which kernel bodies written once over `macerator::Simd` run on (AVX-512, AVX2+FMA, NEON or
+//! scalar), the multiply-add they share ([`fmadd`]), the multiversioning macro that compiles a portable kernel
 //! body for AVX-512 and AVX2+FMA and picks the variant at run time, the prefetch of a gathered
 //! row, f32 views of generic slices for the hand-written AVX-512 kernels, and the four-way
 //! horizontal reduction.
@@ -69,20 +71,64 @@ impl core::fmt::Display for IsaError {
 impl std::error::Error for IsaError {}
 
 /// The paths this CPU can run, best first (`Portable` always).
+///
+/// From macerator's detection, so that a path is offered exactly when the macerator
+/// architecture it runs on is available: `avx512` is x86-64-v4 (AVX-512 F, VL, BW, DQ, CD on
+/// top of v3), `avx2` is x86-64-v3 (AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE).
 pub fn supported() -> Vec<Isa> {
     let mut paths = Vec::with_capacity(3);
     #[cfg(target_arch = "x86_64")]
-    {
-        let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
-        if avx2 && std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
-            paths.push(Isa::Avx512);
-        }
-        if avx2 {
-            paths.push(Isa::Avx2Fma);
-        }
+    match macerator::Arch::detect() {
+        macerator::Arch::V4 => paths.extend([Isa::Avx512, Isa::Avx2Fma]),
+        macerator::Arch::V3 => paths.push(Isa::Avx2Fma),
+        _ => {}
     }
     paths.push(Isa::Portable);
     paths
+}
+
+/// The macerator architecture a path runs on: x86-64-v4 for `avx512`, v3 for `avx2`; for
+/// `portable`, scalar code on x86 and the best the CPU has elsewhere (NEON on aarch64, which
+/// has no other path).
+pub fn arch_of(isa: Isa) -> macerator::Arch {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match isa {
+            Isa::Avx512 => macerator::Arch::V4,
+            Isa::Avx2Fma => macerator::Arch::V3,
+            Isa::Portable => macerator::Arch::Scalar,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        macerator::Arch::detect()
+    }
+}
+
+/// The macerator architecture of the path every kernel runs ([`isa`]). Kernel bodies generic
+/// over `S: macerator::Simd` are dispatched on it with
+/// `#[macerator::with_simd(on(arch = crate::simd::arch()))]`; that makes the dispatcher an
+/// `unsafe fn`, whose callers rest on this: [`supported`] offers a path only where macerator
+/// detected its architecture, and [`isa`] only a supported path.
+pub fn arch() -> macerator::Arch {
+    arch_of(isa())
+}
+
+/// `a * b + c` in a kernel body generic over the instruction set: fused where the architecture
+/// has the instruction, a multiply and an add elsewhere (the scalar fallback would otherwise
+/// call the C library's `fma` for each lane).
+#[inline(always)]
+pub(crate) fn fmadd<S: macerator::Simd, T: crate::real::Real>(
+    a: macerator::Vector<S, T>,
+    b: macerator::Vector<S, T>,
+    c: macerator::Vector<S, T>,
+) -> macerator::Vector<S, T> {
+    if <T as macerator::VFma>::is_accelerated::<S>() {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
 }
 
 /// The path `SPARSEGRAD_ISA` asks for, checked against the CPU; the best the CPU has where the
@@ -285,7 +331,28 @@ pub(crate) fn reduce4(
 
 #[cfg(test)]
 mod tests {
-    use super::{select, supported, Isa};
+    use super::{arch, isa, select, supported, Isa};
+
+    /// A kernel body dispatched on [`arch`] runs on the path [`isa`] chose: its f32 vectors are
+    /// 16 lanes on `avx512`, 8 on `avx2`, and on `portable` at most 4 (x86's scalar fallback
+    /// has 2; NEON, which aarch64 runs as `portable`, 4).
+    #[test]
+    fn kernel_bodies_run_the_chosen_path() {
+        struct Lanes;
+        impl macerator::WithSimd for Lanes {
+            type Output = usize;
+            fn with_simd<S: macerator::Simd>(self) -> usize {
+                <f32 as macerator::Scalar>::lanes::<S>()
+            }
+        }
+        // SAFETY: `arch` is the architecture of a path this CPU supports.
+        let lanes = unsafe { arch().dispatch(Lanes) };
+        match isa() {
+            Isa::Avx512 => assert_eq!(lanes, 16),
+            Isa::Avx2Fma => assert_eq!(lanes, 8),
+            Isa::Portable => assert!(lanes <= 4, "{lanes} lanes on the portable path"),
+        }
+    }
 
     /// No request gives the best path; a supported name gives that path; an unknown name and a
     /// path the CPU lacks are errors that name the request and list what the CPU has.

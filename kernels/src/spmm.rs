@@ -14,7 +14,10 @@ use crate::index::IndexElem;
 use crate::pattern::{transpose_with, CscPattern, CsrPattern, SendPtr};
 use crate::real::{axpy, Real};
 use crate::scratch::{aligned_copy, gather_into, Scratch};
-use crate::simd::{as_f32, isa, prefetch_row, Isa, PREFETCH};
+#[cfg(target_arch = "x86_64")]
+use crate::simd::as_f32;
+use crate::simd::{fmadd, isa, prefetch_row, Isa, PREFETCH};
+use macerator::{vload_unaligned, vstore_unaligned, with_simd, Simd};
 use rayon::prelude::*;
 
 /// A task's block of the output: rows `[r0, r1)`, columns `[c0, c1)`.
@@ -123,9 +126,74 @@ unsafe fn spmm_rows_f32_avx512<I: IndexElem, J: IndexElem, const V: usize>(
     }
 }
 
-/// `spmm_rows` compiled for the best vector extension available. With AVX-512's 32 registers a
-/// row of up to 128 f32 columns stays in registers (one pass over the row's entries); AVX2's 16
-/// hold 64.
+/// [`spmm_rows`] with the accumulators in `V` vector registers across a row's entries, one
+/// kernel body for every instruction set; block widths a multiple of `V · lanes`.
+#[inline(always)]
+fn spmm_rows_regs<S: Simd, T: Real, I: IndexElem, J: IndexElem, const V: usize>(
+    a: CsrPattern<'_, I, J>,
+    val: &[T],
+    xr: XRows<'_, T>,
+    n: usize,
+    b: Block,
+    out: &SendPtr<T>,
+) {
+    let XRows { x, ld, xc } = xr;
+    let lanes = T::lanes::<S>();
+    let tile = V * lanes;
+    let col = a.idx();
+    for r in b.r0..b.r1 {
+        let (s, e) = (a.start(r), a.start(r + 1));
+        let mut t0 = b.c0;
+        while t0 + tile <= b.c1 {
+            let xt = t0 - b.c0 + xc;
+            let mut acc = [T::default().splat::<S>(); V];
+            for j in s..e {
+                prefetch_row(x, col, j + PREFETCH, ld, xt, tile);
+                let row = &x[col[j].to_i64() as usize * ld + xt..][..tile];
+                let v = val[j].splat::<S>();
+                for (q, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: lanes q · lanes..(q + 1) · lanes of the checked row of `tile`.
+                    *a = fmadd(v, unsafe { vload_unaligned::<S, T>(row.as_ptr().add(q * lanes)) }, *a);
+                }
+            }
+            for (q, a) in acc.iter().enumerate() {
+                // SAFETY: `r < m`, `t0 + tile <= c1 <= n`, and `out` holds `m * n` elements:
+                // inside the output, in this task's block (the blocks partition it).
+                unsafe { vstore_unaligned::<S, T>(out.at(r * n + t0 + q * lanes), *a) };
+            }
+            t0 += tile;
+        }
+    }
+}
+
+/// The block on the path's architecture: [`spmm_rows_regs`] with 8 vectors of accumulators
+/// (half of AVX2's or NEON's registers; 64 f32 on AVX2) or 4 where the block's width is a
+/// multiple of that, [`spmm_rows`] in 64-column tiles otherwise and in the scalar fallback
+/// (two-lane "vectors" there ran 1.5-3x slower than the compiler's own loop).
+#[with_simd(on(arch = crate::simd::arch()))]
+fn spmm_rows_simd<'a, S: Simd, T: Real, I: IndexElem, J: IndexElem>(
+    a: CsrPattern<'a, I, J>,
+    val: &'a [T],
+    x: XRows<'a, T>,
+    n: usize,
+    b: Block,
+    out: &'a SendPtr<T>,
+) {
+    let (width, lanes) = (b.c1 - b.c0, T::lanes::<S>());
+    if lanes >= 4 && width.is_multiple_of(8 * lanes) {
+        spmm_rows_regs::<S, T, I, J, 8>(a, val, x, n, b, out)
+    } else if lanes >= 4 && width.is_multiple_of(4 * lanes) {
+        spmm_rows_regs::<S, T, I, J, 4>(a, val, x, n, b, out)
+    } else if <T as macerator::VFma>::is_accelerated::<S>() {
+        spmm_rows::<T, I, J, true, 64>(a, val, x, n, b, out)
+    } else {
+        spmm_rows::<T, I, J, false, 64>(a, val, x, n, b, out)
+    }
+}
+
+/// The block on the best kernel for the path: on AVX-512, the f32 kernel whose accumulators
+/// stay in registers (up to 128 f32 columns, one pass over the row's entries) or the portable
+/// kernel compiled for it; elsewhere [`spmm_rows_simd`].
 fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(
     a: CsrPattern<'_, I, J>,
     val: &[T],
@@ -135,7 +203,7 @@ fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(
     out: &SendPtr<T>,
 ) {
     #[cfg(target_arch = "x86_64")]
-    {
+    if isa() == Isa::Avx512 {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
         unsafe fn avx512<T: Real, I: IndexElem, J: IndexElem, const TILE: usize>(
             a: CsrPattern<'_, I, J>,
@@ -147,50 +215,33 @@ fn spmm_rows_dispatch<T: Real, I: IndexElem, J: IndexElem>(
         ) {
             spmm_rows::<T, I, J, true, TILE>(a, val, x, n, b, out)
         }
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<T: Real, I: IndexElem, J: IndexElem>(
-            a: CsrPattern<'_, I, J>,
-            val: &[T],
-            x: XRows<'_, T>,
-            n: usize,
-            b: Block,
-            out: &SendPtr<T>,
-        ) {
-            spmm_rows::<T, I, J, true, 64>(a, val, x, n, b, out)
-        }
         let width = b.c1 - b.c0;
-        match isa() {
-            Isa::Avx512 => {
-                if let (Some(val), Some(xs)) = (as_f32(val), as_f32(x.x)) {
-                    if width.is_multiple_of(64) {
-                        let xr = XRows { x: xs, ld: x.ld, xc: x.xc };
-                        let out = SendPtr(out.0 as *mut f32);
-                        // SAFETY: `isa` detected AVX-512F; T is f32 (`as_f32` checked).
-                        return unsafe {
-                            if width.is_multiple_of(128) {
-                                spmm_rows_f32_avx512::<I, J, 8>(a, val, xr, n, b, &out)
-                            } else {
-                                spmm_rows_f32_avx512::<I, J, 4>(a, val, xr, n, b, &out)
-                            }
-                        };
-                    }
-                }
-                let wide = core::mem::size_of::<T>() == 4 && width.is_multiple_of(128);
-                // SAFETY: `isa` detected the features the functions were compiled for.
+        if let (Some(val), Some(xs)) = (as_f32(val), as_f32(x.x)) {
+            if width.is_multiple_of(64) {
+                let xr = XRows { x: xs, ld: x.ld, xc: x.xc };
+                let out = SendPtr(out.0 as *mut f32);
+                // SAFETY: `isa` detected AVX-512F; T is f32 (`as_f32` checked).
                 return unsafe {
-                    if wide {
-                        avx512::<T, I, J, 128>(a, val, x, n, b, out)
+                    if width.is_multiple_of(128) {
+                        spmm_rows_f32_avx512::<I, J, 8>(a, val, xr, n, b, &out)
                     } else {
-                        avx512::<T, I, J, 64>(a, val, x, n, b, out)
+                        spmm_rows_f32_avx512::<I, J, 4>(a, val, xr, n, b, &out)
                     }
                 };
             }
-            // SAFETY: `isa` detected AVX2 and FMA.
-            Isa::Avx2Fma => return unsafe { avx2::<T, I, J>(a, val, x, n, b, out) },
-            Isa::Portable => {}
         }
+        let wide = core::mem::size_of::<T>() == 4 && width.is_multiple_of(128);
+        // SAFETY: `isa` detected the features the functions were compiled for.
+        return unsafe {
+            if wide {
+                avx512::<T, I, J, 128>(a, val, x, n, b, out)
+            } else {
+                avx512::<T, I, J, 64>(a, val, x, n, b, out)
+            }
+        };
     }
-    spmm_rows::<T, I, J, false, 64>(a, val, x, n, b, out)
+    // SAFETY: `simd::arch` is an architecture this CPU supports.
+    unsafe { spmm_rows_simd(a, val, x, n, b, out) }
 }
 
 /// `A · X` on host slices: `A [m, k]` with one value per entry, `X [k, n]` row-major; `out [m,
