@@ -51,8 +51,12 @@
 //! let device = Device::flex();
 //! let pattern = SparseTensor::coo_from_vecs(vec![[0, 2], [1, 0], [1, 2]], vec![3.0f64, 4.0, 5.0], [2, 3], &device)?;
 //! let report = gradcheck(
-//!     // values -> CSC -> dense, squared: a function of the three stored values.
-//!     |xs| pattern.with_values(xs[0].clone().reshape([3, 1])).to_sparse_csc().unwrap().to_dense().powi_scalar(2).reshape([6]),
+//!     // values -> CSC -> dense, squared: a function of the three stored values. `f` runs on
+//!     // the autodiff device and on the plain one: the pattern goes where the values are.
+//!     |xs| {
+//!         let s = pattern.to_device(&xs[0].device()).with_values(xs[0].clone().reshape([3, 1]));
+//!         s.to_sparse_csc().unwrap().to_dense().powi_scalar(2).reshape([6])
+//!     },
 //!     &[GradInput::sparse("values", &pattern)],
 //!     GradcheckOptions::default(),
 //! )
