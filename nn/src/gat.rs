@@ -10,7 +10,7 @@ use crate::dropout::{SparseDropout, SparseDropoutConfig};
 use crate::edge_index::{add_remaining_self_loops, to_propagation_matrix};
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::nn::Initializer;
+use burn::nn::{Dropout, DropoutConfig, Initializer};
 use burn::tensor::{activation::leaky_relu, Int, Tensor};
 use sparsegrad_autodiff::matmul::{mm, sampled_addmm};
 use sparsegrad_autodiff::softmax::softmax;
@@ -38,6 +38,11 @@ pub struct GatConvConfig {
     /// Dropout probability on the attention coefficients while training (the paper's 0.6).
     #[config(default = 0.0)]
     pub dropout: f64,
+    /// Dropout probability on each head's projected features `W h` where they are aggregated
+    /// (after the scores are computed from them) while training: the paper's reference code
+    /// applies its input dropout there too; PyG's `GATConv` does not (0, the default).
+    #[config(default = 0.0)]
+    pub feature_dropout: f64,
     /// [`GatConv::propagation_pattern`]: replace the graph's self loops by one per node (PyG's
     /// default), so every node attends to itself.
     #[config(default = true)]
@@ -67,6 +72,8 @@ pub struct GatConv {
     pub attention_dropout: SparseDropout,
     /// See [`GatConvConfig::add_self_loops`].
     pub add_self_loops: bool,
+    /// Dropout on the projected features where they are aggregated ([`GatConvConfig::feature_dropout`]).
+    pub feature_dropout: Dropout,
 }
 
 impl GatConvConfig {
@@ -74,7 +81,7 @@ impl GatConvConfig {
     ///
     /// # Panics
     ///
-    /// If `dropout` is not in `[0, 1)` (as burn's `DropoutConfig::init`).
+    /// If `dropout` or `feature_dropout` is not in `[0, 1)` (as burn's `DropoutConfig::init`).
     pub fn init(&self, device: &burn::tensor::Device) -> GatConv {
         let width = self.heads * self.d_output;
         let glorot = Initializer::XavierUniform { gain: 1.0 };
@@ -89,6 +96,7 @@ impl GatConvConfig {
             negative_slope: self.negative_slope,
             attention_dropout: SparseDropoutConfig::new(self.dropout).init(),
             add_self_loops: self.add_self_loops,
+            feature_dropout: DropoutConfig::new(self.feature_dropout).init(),
         }
     }
 }
@@ -152,7 +160,7 @@ impl GatConv {
             .map(|h| {
                 let wh = wh_all.clone().slice([0..n, h * f..(h + 1) * f]);
                 let alpha = self.attention(adj, &wh, h);
-                let out = mm(&alpha, wh);
+                let out = mm(&alpha, self.feature_dropout.forward(wh));
                 if keep {
                     attention.push(alpha);
                 }

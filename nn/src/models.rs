@@ -147,6 +147,10 @@ pub struct GatConfig {
     /// Dropout on the inputs, every hidden layer and the attention coefficients while training.
     #[config(default = 0.6)]
     pub dropout: f64,
+    /// Dropout on each head's projected features where they are aggregated
+    /// ([`GatConvConfig::feature_dropout`]; the paper's code uses `dropout` there, PyG none).
+    #[config(default = 0.0)]
+    pub feature_dropout: f64,
 }
 
 /// A graph attention network: ELU between the layers, dropout before every layer and on the
@@ -163,10 +167,13 @@ pub struct Gat {
 
 impl GatConfig {
     /// A new model on `device`. Errors when `num_layers`, `heads` or `output_heads` is 0 or
-    /// `dropout` is not in `[0, 1)`.
+    /// `dropout` or `feature_dropout` is not in `[0, 1)`.
     pub fn init(&self, device: &Device) -> Checked<Gat> {
         const OP: &str = "GatConfig::init";
         check(OP, self.num_layers, self.dropout)?;
+        if !(0.0..1.0).contains(&self.feature_dropout) {
+            return Err(invalid(OP, format!("feature_dropout = {} is not in [0, 1)", self.feature_dropout)));
+        }
         if self.heads == 0 || self.output_heads == 0 {
             return Err(invalid(
                 OP,
@@ -181,7 +188,7 @@ impl GatConfig {
                 } else {
                     GatConvConfig::new(d_in, self.d_hidden).with_heads(self.heads)
                 };
-                config.with_dropout(self.dropout).init(device)
+                config.with_dropout(self.dropout).with_feature_dropout(self.feature_dropout).init(device)
             })
             .collect();
         Ok(Gat {
@@ -212,13 +219,22 @@ impl Gat {
         h
     }
 
-    /// The sum of squares of every weight and attention vector (biases excluded): the paper's
-    /// L2 penalty, to be scaled by the weight decay and added to the loss.
+    /// The sum of squares of every parameter (weights, attention vectors and biases): the
+    /// paper's L2 penalty, to be scaled by half the weight decay and added to the loss. The
+    /// paper's code regularises every trainable variable (its bias filter compares full variable
+    /// names and so never matches), as PyG's example does with Adam's `weight_decay`.
     pub fn l2_penalty(&self) -> Tensor<1> {
         let sq = |t: Tensor<2>| (t.clone() * t).sum();
+        let sq1 = |t: Tensor<1>| (t.clone() * t).sum();
         self.layers
             .iter()
-            .map(|l| sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val()))
+            .map(|l| {
+                let w = sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val());
+                match &l.bias {
+                    Some(b) => w + sq1(b.val()),
+                    None => w,
+                }
+            })
             .reduce(|a, b| a + b)
             .expect("at least one layer")
     }

@@ -50,7 +50,8 @@
 //! [`AppnpPropagation`](crate::nn::AppnpPropagation) follow PyG's definitions.
 //! [`GcnConv`](crate::nn::GcnConv) and [`GatConv`](crate::nn::GatConv) take PyG's options (bias,
 //! `add_self_loops`, `improved`, `normalize`; `forward_edge_index`; GAT's attention weights on
-//! request with `forward_with_attention`), and [`nn::models::{Gcn, Gat}`](crate::nn::models) are
+//! request with `forward_with_attention`, and `feature_dropout`, the paper's code's dropout of each
+//! head's projected features), and [`nn::models::{Gcn, Gat}`](crate::nn::models) are
 //! whole models the examples share: `gcn_cora`, `gat_cora` and `gnn_planetoid` take
 //! `--dataset cora|citeseer|pubmed` and `--root DIR` (PyG's root: see [`io`](super::io) for
 //! where the datasets are found). [`nn::Planetoid::new(root, name)`](crate::nn::Planetoid) is

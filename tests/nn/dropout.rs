@@ -101,3 +101,28 @@ fn gat_attention_dropout_is_off_under_valid() {
     assert_eq!(a, b, "valid(): no attention dropout");
     assert_ne!(first, a, "training output differs from the evaluation output");
 }
+
+#[test]
+fn gat_feature_dropout_acts_only_while_training() {
+    let _serial = crate::common_ops::serial();
+    let ad = crate::common_ops::ad();
+    ad.seed(3);
+    let g = Planetoid::karate(concat!(env!("CARGO_MANIFEST_DIR"), "/data/karate")).expect("data/karate");
+    // Only the projected features are dropped out (no attention dropout).
+    let layer = GatConvConfig::new(34, 4).with_heads(2).with_feature_dropout(0.6).init(&ad);
+    let eye: Vec<f32> = (0..34 * 34).map(|k| if k / 34 == k % 34 { 1.0 } else { 0.0 }).collect();
+    let x = |device: &Device| Tensor::<2>::from_data(TensorData::new(eye.clone(), [34, 34]), device);
+    let out = |t: Tensor<2>| t.into_data().iter::<f32>().collect::<Vec<_>>();
+    let adj_ad = adjacency_with_self_loops(&g.edges, g.nodes, &ad).unwrap();
+    let (first, second) = (out(layer.forward(&adj_ad, x(&ad))), out(layer.forward(&adj_ad, x(&ad))));
+    assert_ne!(first, second, "training: a new feature mask at every forward");
+
+    let valid = layer.valid();
+    let plain = crate::common_ops::dev();
+    let adj = adjacency_with_self_loops(&g.edges, g.nodes, &plain).unwrap();
+    let no_dropout =
+        sparsegrad::nn::GatConv { feature_dropout: burn::nn::DropoutConfig::new(0.0).init(), ..valid.clone() };
+    let (a, b) = (out(valid.forward(&adj, x(&plain))), out(no_dropout.forward(&adj, x(&plain))));
+    assert_eq!(a, b, "valid(): no feature dropout");
+    assert_ne!(first, a, "training output differs from the evaluation output");
+}

@@ -198,9 +198,18 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
         assert_eq!(h.dims(), [4, 3]);
         near(&floats(gat.forward(&pattern, x.clone())), &floats(h.clone()), 1e-6, "gat");
         near(&floats(gat.forward_sparse(&pattern, &xs)), &floats(h), 1e-5, "gat, sparse features");
-        // The L2 penalty is the sum of squares of every weight and attention vector.
+        // The L2 penalty is the sum of squares of every parameter, biases included (nonzero here).
+        let mut gat = gat;
+        for l in &mut gat.layers {
+            l.bias = l.bias.take().map(|b| Param::from_tensor(b.val().ones_like() * 0.5));
+        }
         let sq = |t: Tensor<2>| floats(t.clone() * t).iter().sum::<f64>();
-        let l2: f64 = gat.layers.iter().map(|l| sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val())).sum();
+        let bias = |l: &sparsegrad::nn::GatConv| {
+            let b = l.bias.as_ref().expect("a bias").val();
+            floats(b.clone() * b).iter().sum::<f64>()
+        };
+        let l2: f64 =
+            gat.layers.iter().map(|l| sq(l.weight.val()) + sq(l.att_src.val()) + sq(l.att_dst.val()) + bias(l)).sum();
         near(&floats(gat.l2_penalty()), &[l2], 1e-5, "l2");
     }
     for (what, e) in [
@@ -208,6 +217,7 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
         ("gcn dropout", GcnConfig::new(5, 3).with_dropout(1.0).init(&device).err()),
         ("gat layers", GatConfig::new(5, 3).with_num_layers(0).init(&device).err()),
         ("gat dropout", GatConfig::new(5, 3).with_dropout(-0.1).init(&device).err()),
+        ("gat feature dropout", GatConfig::new(5, 3).with_feature_dropout(1.0).init(&device).err()),
         ("gat heads", GatConfig::new(5, 3).with_heads(0).init(&device).err()),
         ("gat output heads", GatConfig::new(5, 3).with_output_heads(0).init(&device).err()),
     ] {
