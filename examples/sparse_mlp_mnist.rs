@@ -12,7 +12,8 @@
 //! [--hidden 300,100] [--batch 128] [--lr 0.003] [--seed 0] [--png PATH]` (`--help`)
 //! Ends with a table: test accuracy, parameter memory (bytes stored: values, indices, biases)
 //! and training time per epoch of each variant, and writes the training loss and test accuracy
-//! of every variant per epoch as a PNG (default `sparse_mlp_mnist_curves.png`).
+//! of every variant per epoch as a PNG (default `docs/img/sparse_mlp_mnist_curves.png` in the
+//! checkout, the figure the README shows).
 //!
 //! A variant is a [`Variant`] (its name and how it builds a hidden layer) and a [`Hidden`] arm
 //! (its forward pass and stored bytes).
@@ -57,7 +58,7 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Where to write the curves of every variant (PNG).
-    #[arg(long, default_value = "sparse_mlp_mnist_curves.png")]
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/img/sparse_mlp_mnist_curves.png"))]
     png: PathBuf,
 }
 

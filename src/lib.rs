@@ -5,6 +5,10 @@
 //! and where, conversions that are differentiable with respect to values, and a numerical
 //! gradient checker.
 //!
+//! The [`guide`] walks through everything, chapter by chapter: [`guide::tensors`],
+//! [`guide::autograd`], [`guide::graphs`], [`guide::semi_structured`], [`guide::sparse_training`],
+//! [`guide::linalg`], [`guide::io`], [`guide::gpu`] and [`guide::performance`].
+//!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor, TensorData, DType};
 //! use sparsegrad::prelude::*;
@@ -24,6 +28,8 @@
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctest;
+
+pub mod guide;
 
 pub use sparsegrad_autodiff as autodiff;
 pub use sparsegrad_backend as backend;

@@ -12,8 +12,8 @@
 //! Shape errors panic with both shapes named, like burn's ops; the `try_` forms return them.
 //!
 //! Soundness: the product primitives are `unsafe` (the kernels walk the pattern through
-//! unchecked offsets), and this module calls them only with a [`Csr`], which only [`csr_of`] and
-//! [`block_diagonal`] build: from a tensor whose invariants were checked
+//! unchecked offsets), and this module calls them only with a `Csr`, which only `csr_of` and
+//! `block_diagonal` build: from a tensor whose invariants were checked
 //! ([`SparseTensor::check_invariants`]), or derived from one with checked arithmetic. A dense
 //! result is sized with checked arithmetic and probed before the kernels allocate it, so an
 //! impossible one is an `Allocation` error, not an abort.

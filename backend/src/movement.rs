@@ -1,5 +1,5 @@
-//! Moving value rows by index: `gather_rows` (out[k] = values[ids[k]]) and `index_add_rows`
-//! (out[targets[j]] += values[j]), the two value movements every conversion, `coalesce` and
+//! Moving value rows by index: `gather_rows` (`out[k] = values[ids[k]]`) and `index_add_rows`
+//! (`out[targets[j]] += values[j]`), the two value movements every conversion, `coalesce` and
 //! `to_dense` are made of. They are each other's gradient, so the pair is closed under autodiff.
 //!
 //! Behind the extension trait [`RowMovement`]: Flex runs host kernels over its buffers (f32 and

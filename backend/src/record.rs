@@ -9,7 +9,7 @@ use burn::store::{ModuleRecord, RecordError};
 use burn::tensor::Device;
 
 /// `module` with `record` applied by burn's own loading, then `check`ed: the body of a layer's
-/// `try_load_record` override. Burn applies a record through `map`; [`Unchecked`] forwards it
+/// `try_load_record` override. Burn applies a record through `map`; `Unchecked` forwards it
 /// to the layer without a path component of its own, so the record's paths are the layer's.
 pub fn load_checked<M: Module>(
     module: M,

@@ -11,7 +11,7 @@
 //! the shape, sorted and unique per segment), every dimension and `nse` fit the index dtype, and
 //! the shape's element count fits `i64`. The checked constructors establish them, every
 //! operation preserves them, and the host kernels rely on them for memory safety. A tensor from
-//! an `*_unchecked` constructor holds its contents as given ([`Trust::Unchecked`]): they are
+//! an `*_unchecked` constructor holds its contents as given (`Trust::Unchecked`): they are
 //! checked once, on the first operation that reads them ([`SparseTensor::check_invariants`]),
 //! so an invalid one gives an error, never an access outside a buffer.
 

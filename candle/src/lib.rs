@@ -22,7 +22,7 @@
 //!   constructors, which return the burn side's [`SparseError`]s.
 //! - `convert`: `coalesce`, `to_sparse_csr`, `to_sparse_coo`, `to_dense`.
 //! - `matmul`: [`mm`], [`addmm`], [`sampled_addmm`] (custom ops with backward rules).
-//! - `softmax`: [`softmax`], [`log_softmax`] over the rows or columns.
+//! - `softmax`: [`softmax()`], [`log_softmax`] over the rows or columns.
 //! - `indices`, `host`: the host index buffers and the hand-over of candle's CPU storage to the
 //!   kernels.
 //!

@@ -7,7 +7,7 @@
 //! `*_unchecked` constructors skip the checks that only meaning rests on (CSR columns sorted and
 //! unique within a row; COO indices in bounds, checked instead on the first conversion that reads
 //! them), never the ones memory safety rests on: a CSR pattern handed to the kernels is always
-//! structurally valid ([`CsrPattern::new`]).
+//! structurally valid ([`sparsegrad_kernels::pattern::CsrPattern::new`]).
 
 use crate::indices::{read_indices, rule_dtype, with_index, CsrIndices, IndexVec};
 use candle_core::{DType, Tensor};

@@ -1,7 +1,7 @@
 //! Which Cube kernels a process launched: the record CI checks to prove that its device suites
 //! reach every kernel of this module, with burn's `fusion` and without.
 //!
-//! Every launch site calls [`launched`] with the kernel's name just before the launch. Where
+//! Every launch site calls `launched` with the kernel's name just before the launch. Where
 //! `SPARSEGRAD_KERNEL_CENSUS` names a file, the first launch of each kernel in the process
 //! appends a line `kernel<TAB>test` to it (the test is the name the test harness was asked to
 //! run: nextest runs one test per process and names it after `--exact`). Lines of one `write`
