@@ -247,28 +247,35 @@ unsafe fn mm_t_task_f32_avx512<const V: usize>(
 }
 
 /// `acc += Σ v · G[row]` over one slot list (the generic twin of `slot_sum`): `V` vectors of a
-/// result row's panel, each row of the chunk's `G` (`gbuf`, rows `w = V · lanes` apart) read
-/// once.
+/// result row's panel, from column `at` of the chunk's rows of `G` (`gbuf`, rows `ld` apart),
+/// each read once.
 #[inline(always)]
-fn slot_sum_lanes<S: Simd, T: Real, const V: usize>(gbuf: &[T], rows: &[u8], vals: &[T], acc: &mut [Vector<S, T>; V]) {
-    let w = V * T::lanes::<S>();
+fn slot_sum_lanes<S: Simd, T: Real, const V: usize>(
+    (gbuf, ld, at): (&[T], usize, usize),
+    rows: &[u8],
+    vals: &[T],
+    acc: &mut [Vector<S, T>; V],
+) {
+    let lanes = T::lanes::<S>();
     for (&i, &v) in rows.iter().zip(vals) {
-        let gp = &gbuf[i as usize * w..][..w];
+        let gp = &gbuf[i as usize * ld + at..][..V * lanes];
         let c = v.splat::<S>();
         for (q, a) in acc.iter_mut().enumerate() {
-            // SAFETY: lanes q · lanes.. (q + 1) · lanes <= w of the checked row.
-            *a = fmadd(c, unsafe { vload_unaligned::<S, T>(gp.as_ptr().add(q * T::lanes::<S>())) }, *a);
+            // SAFETY: lanes q · lanes..(q + 1) · lanes <= V · lanes of the checked run.
+            *a = fmadd(c, unsafe { vload_unaligned::<S, T>(gp.as_ptr().add(q * lanes)) }, *a);
         }
     }
 }
 
-/// One task of `semi_mm_t` (groups `g0..g1`, the panel of `w = V · lanes` columns from `p0`),
-/// one kernel body for every instruction set: the rows of `A` go in chunks whose panel of `G`
-/// is copied into L1; for every `LINE_GROUPS` groups, each of their result rows (a group and
-/// slot) gathers the chunk rows that keep it into a list, and sums them in `V` registers.
-/// The result rows stay in registers across a list instead of being re-read for every kept
-/// value, as the plain walk does (`mm_t_task`); AVX-512 runs `mm_t_task_f32_avx512`, its
-/// hand-written twin.
+/// One task of `semi_mm_t` (groups `g0..g1`, the panel of `w` columns from `p0`, `w` a
+/// multiple of `V · lanes`), one kernel body for every instruction set: the rows of `A` go in
+/// chunks whose panel of `G` is copied into cache; for every `LINE_GROUPS` groups, each of their
+/// result rows (a group and slot) gathers the chunk rows that keep it into a list once, and
+/// sums them `V` vectors at a time across the panel. The result rows stay in registers across
+/// a list instead of being re-read for every kept value, as the plain walk does (`mm_t_task`);
+/// one list serves the whole panel, so a wide panel builds the lists once where panels of
+/// `V · lanes` columns built them once each (on AVX2 at n = 256, four times, which cost as
+/// much as the sums). AVX-512 runs `mm_t_task_f32_avx512`, its hand-written twin.
 ///
 /// # Safety
 /// `p0 + w <= n`, `4 g1 <= cols`, and no other task writes the rows `4 g0..4 g1` x columns
@@ -282,13 +289,19 @@ unsafe fn mm_t_task_lists<S: Simd, T: Real, const V: usize>(
     g: &[T],
     n: usize,
     (g0, g1): (usize, usize),
-    p0: usize,
+    (p0, w): (usize, usize),
     out: &SendPtr<T>,
 ) {
     let lanes = T::lanes::<S>();
-    let w = V * lanes;
+    let tile = V * lanes;
     let (words, half) = (cols.div_ceil(WORD_COLUMNS), cols / 2);
-    assert!(p0 + w <= n && 4 * g1 <= cols && meta.len() >= rows * words && vals.len() >= rows * half);
+    assert!(
+        w.is_multiple_of(tile)
+            && p0 + w <= n
+            && 4 * g1 <= cols
+            && meta.len() >= rows * words
+            && vals.len() >= rows * half
+    );
     let chunk = chunk_rows(w);
     let mut sums = vec![T::default(); (g1 - g0) * 4 * w];
     let mut gbuf = vec![T::default(); chunk * w];
@@ -315,16 +328,19 @@ unsafe fn mm_t_task_lists<S: Simd, T: Real, const V: usize>(
                     if rows_of.is_empty() {
                         continue;
                     }
-                    let sp = &mut sums[((grp - g0) * 4 + slot) * w..][..w];
-                    let mut acc = [T::default().splat::<S>(); V];
-                    for (q, a) in acc.iter_mut().enumerate() {
-                        // SAFETY: lanes q · lanes.. (q + 1) · lanes <= w of the checked row.
-                        *a = unsafe { vload_unaligned::<S, T>(sp.as_ptr().add(q * lanes)) };
-                    }
-                    slot_sum_lanes::<S, T, V>(&gbuf, rows_of, vals_of, &mut acc);
-                    for (q, a) in acc.iter().enumerate() {
-                        // SAFETY: as above.
-                        unsafe { vstore_unaligned::<S, T>(sp.as_mut_ptr().add(q * lanes), *a) };
+                    let row = &mut sums[((grp - g0) * 4 + slot) * w..][..w];
+                    for at in (0..w).step_by(tile) {
+                        let sp = &mut row[at..at + tile];
+                        let mut acc = [T::default().splat::<S>(); V];
+                        for (q, a) in acc.iter_mut().enumerate() {
+                            // SAFETY: lanes q · lanes..(q + 1) · lanes of the checked tile.
+                            *a = unsafe { vload_unaligned::<S, T>(sp.as_ptr().add(q * lanes)) };
+                        }
+                        slot_sum_lanes::<S, T, V>((&gbuf, w, at), rows_of, vals_of, &mut acc);
+                        for (q, a) in acc.iter().enumerate() {
+                            // SAFETY: as above.
+                            unsafe { vstore_unaligned::<S, T>(sp.as_mut_ptr().add(q * lanes), *a) };
+                        }
                     }
                 }
             }
@@ -338,8 +354,8 @@ unsafe fn mm_t_task_lists<S: Simd, T: Real, const V: usize>(
     }
 }
 
-/// [`mm_t_task_lists`] where the panel is `V · lanes` wide for `V` in 4, 8 or 16 (the panels
-/// of [`mm_t_panels`] on the path); `false` where it is not, for the plain walk to run.
+/// [`mm_t_task_lists`] where the panel is a multiple of 8 (or 4) vectors wide (the panels of
+/// [`mm_t_panels`] on the path); `false` where it is not, for the plain walk to run.
 ///
 /// # Safety
 /// As [`mm_t_task_lists`] for the panel.
@@ -355,16 +371,15 @@ fn mm_t_task_vectors<'a, S: Simd, T: Real>(
     panel: (usize, usize),
     out: &'a SendPtr<T>,
 ) -> bool {
-    let (p0, w) = panel;
     let lanes = T::lanes::<S>();
-    match (w % lanes == 0).then_some(w / lanes) {
-        // SAFETY: as the caller promises, with w = 4 lanes.
-        Some(4) => unsafe { mm_t_task_lists::<S, T, 4>(meta, vals, shape, g, n, groups, p0, out) },
-        // SAFETY: as the caller promises, with w = 8 lanes.
-        Some(8) => unsafe { mm_t_task_lists::<S, T, 8>(meta, vals, shape, g, n, groups, p0, out) },
-        // SAFETY: as the caller promises, with w = 16 lanes.
-        Some(16) if lanes > 2 => unsafe { mm_t_task_lists::<S, T, 16>(meta, vals, shape, g, n, groups, p0, out) },
-        _ => return false,
+    if panel.1.is_multiple_of(8 * lanes) {
+        // SAFETY: as the caller promises; the panel is a multiple of 8 lanes.
+        unsafe { mm_t_task_lists::<S, T, 8>(meta, vals, shape, g, n, groups, panel, out) }
+    } else if panel.1.is_multiple_of(4 * lanes) {
+        // SAFETY: as the caller promises; the panel is a multiple of 4 lanes.
+        unsafe { mm_t_task_lists::<S, T, 4>(meta, vals, shape, g, n, groups, panel, out) }
+    } else {
+        return false;
     }
     true
 }
@@ -459,9 +474,21 @@ fn wide_panels<T: 'static>() -> bool {
     false
 }
 
-/// The result columns of `semi_mm_t` cut into panels `(first, width)`: the widest of 256, 128
-/// and 64 that fit, then the rest, for the AVX-512 kernel; `PANEL` at a time otherwise.
+/// Whether `semi_mm_t` runs the generic list kernel over all `n` columns at once: on every path
+/// but AVX-512, where `n` is a multiple of 64 (then of 8 vectors on every architecture) and at
+/// most 512 (the chunk's rows of `G` stay in cache: 8 to 16 rows of 512).
+fn lists_span_n(n: usize) -> bool {
+    crate::simd::isa() != crate::simd::Isa::Avx512 && n > 0 && n.is_multiple_of(64) && n <= 512
+}
+
+/// The result columns of `semi_mm_t` cut into panels `(first, width)`: all of them where
+/// [`lists_span_n`]; the widest of 256, 128 and 64 that fit, then the rest, for the AVX-512
+/// kernel; `PANEL` at a time otherwise.
 fn mm_t_panels<T: 'static>(n: usize) -> Vec<(usize, usize)> {
+    if lists_span_n(n) {
+        // One panel: the lists, built once, serve all of `n` (`mm_t_task_lists`).
+        return vec![(0, n)];
+    }
     if !wide_panels::<T>() {
         return (0..n).step_by(PANEL).map(|p0| (p0, PANEL.min(n - p0))).collect();
     }
@@ -493,7 +520,7 @@ pub fn semi_mm_t<T: Real>(a: SemiRef<'_, T>, g: &[T], n: usize) -> Vec<T> {
     // Slabs of groups whose sums fill 32 KB (L1) on the portable path, 256 KB (L2) on the
     // AVX-512 one (which keeps a result row in registers while it sums a list), fewer groups
     // where that leaves too few tasks for the threads.
-    let budget = if wide_panels::<T>() { 256 * 1024 } else { 32 * 1024 };
+    let budget = if wide_panels::<T>() || lists_span_n(n) { 256 * 1024 } else { 32 * 1024 };
     let spread = groups.div_ceil((4 * rayon::current_num_threads()).div_ceil(panels.len())).max(1);
     let tasks: Vec<((usize, usize), (usize, usize))> = panels
         .iter()
