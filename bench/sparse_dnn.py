@@ -3,7 +3,15 @@ the same synthetic RadiX-Net-like network and input batch (splitmix64 from `work
 Y <- clip(relu(Y W + b on stored entries), 32) per layer, categories = rows with a stored entry.
 Run: python sparse_dnn.py [batch] [layers] [repeat]   (defaults 256, 120, 5: the example's; each
 path runs `repeat` times, in turn with the other, and the median time is reported: the upper middle one for an even count)"""
-import sys, time, numpy as np, scipy.sparse as sp
+import sys, time
+if __name__ == '__main__':   # the arguments before numpy and scipy: `--help` needs only the standard library
+    import argparse
+    _parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _parser.add_argument('batch', nargs='?', type=int, default=256, help='inputs per batch (default: 256)')
+    _parser.add_argument('layers', nargs='?', type=int, default=120, help='layers of the network (default: 120)')
+    _parser.add_argument('repeat', nargs='?', type=int, default=5, help='runs of each path (default: 5)')
+    ARGS = _parser.parse_args()
+import numpy as np, scipy.sparse as sp
 sys.path.insert(0, __import__('os').path.dirname(__file__))
 import workloads as W
 
@@ -47,11 +55,9 @@ def dense_path(Y, layers):
     return Y
 
 if __name__ == '__main__':
-    batch = int(sys.argv[1]) if len(sys.argv) > 1 else 256
-    nl = int(sys.argv[2]) if len(sys.argv) > 2 else 120
+    batch, nl, reps = ARGS.batch, ARGS.layers, ARGS.repeat
     layers = [layer(l) for l in range(nl)]
     Y0 = inputs(batch)
-    reps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     assert reps >= 1, 'repeat: at least one run'
     edges = batch * NEURONS * FANOUT * nl
     times_s, times_d = [], []

@@ -13,9 +13,12 @@
 //! cannot be seeded (candle refuses `set_seed` on the CPU), so the runs are not reproducible:
 //! `--seeds` counts them.
 //!
-//! `cargo run --release --features candle --example gcn_cora_candle [-- --seeds N] [--epochs E]`
-//! (`--help`). Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds`.
+//! `cargo run --release --features candle --example gcn_cora_candle [-- --seeds N] [--epochs E]
+//! [--png PATH]` (`--help`). Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds`; with
+//! `--png PATH`, writes the loss and accuracy curves of the first run there as a PNG.
 
+#[path = "plot/mod.rs"]
+mod plot;
 #[path = "progress/mod.rs"]
 mod progress;
 
@@ -26,6 +29,7 @@ use sparsegrad::candle::candle_nn::{
 };
 use sparsegrad::candle::{from_burn, mm, SparseTensor};
 use sparsegrad::nn::{gcn_norm, Planetoid};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The GCN of gcn_cora in candle (candle-nn layers and optimiser, sparsegrad's candle `mm`).
@@ -38,6 +42,9 @@ struct Args {
     /// Most epochs of a run (early stopping on the validation loss may end it sooner).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     epochs: u64,
+    /// Where to write the loss and accuracy curves of run 0 (PNG; none without it).
+    #[arg(long)]
+    png: Option<PathBuf>,
 }
 
 /// Glorot-uniform `[fan_in, fan_out]` (burn's `XavierUniform` with gain 1).
@@ -94,39 +101,77 @@ fn evaluate(logits: &Tensor, s: &Split) -> Result<(Tensor, f64)> {
     Ok((loss, correct))
 }
 
-fn run(run: u64, epochs: u64, g: &Planetoid, adj: &SparseTensor, x: &SparseTensor) -> Result<(f64, Vec<f64>)> {
+/// A run's curves, one value per epoch.
+#[derive(Default)]
+struct Curves {
+    train_loss: Vec<f64>,
+    val_loss: Vec<f64>,
+    train_acc: Vec<f64>,
+    val_acc: Vec<f64>,
+}
+
+fn run(run: u64, epochs: u64, g: &Planetoid, adj: &SparseTensor, x: &SparseTensor) -> Result<(f64, Vec<f64>, Curves)> {
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
     let model = Gcn::new(vb, g.num_features, g.num_classes)?;
     let params = candle_nn::ParamsAdamW { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
     let mut adam = candle_nn::AdamW::new(varmap.all_vars(), params)?;
     let (train, val, test) = (split(g, &g.train)?, split(g, &g.val)?, split(g, &g.test)?);
-    let mut val_losses: Vec<f64> = Vec::new();
+    let mut curves = Curves::default();
     let mut step_ms = Vec::new();
     let progress = progress::Progress::new(epochs, format!("run {run:2}"));
     for epoch in 0..epochs {
         let t = Instant::now();
-        let (loss, _) = evaluate(&model.forward(adj, x, true)?, &train)?;
+        let (loss, train_acc) = evaluate(&model.forward(adj, x, true)?, &train)?;
         let loss = (loss + (model.w0.sqr()?.sum_all()? * (5e-4 / 2.0))?)?;
         adam.backward_step(&loss)?;
         step_ms.push(t.elapsed().as_secs_f64() * 1e3);
         let (val_loss, val_acc) = evaluate(&model.forward(adj, x, false)?, &val)?;
         let val_loss = val_loss.to_scalar::<f32>()? as f64;
         let train_loss = loss.to_scalar::<f32>()? as f64;
+        curves.train_loss.push(train_loss);
+        curves.train_acc.push(train_acc);
+        curves.val_acc.push(val_acc);
         progress.epoch(epoch + 1, || {
             format!("train loss {train_loss:.4}, val loss {val_loss:.4}, val acc {:5.1} %", val_acc * 100.0)
         });
-        let window = &val_losses[val_losses.len().saturating_sub(10)..];
+        let window = &curves.val_loss[curves.val_loss.len().saturating_sub(10)..];
         let stop = epoch > 10 && val_loss > window.iter().sum::<f64>() / window.len() as f64;
-        val_losses.push(val_loss);
+        curves.val_loss.push(val_loss);
         if stop {
             break;
         }
     }
     progress.finish();
     let (_, test_acc) = evaluate(&model.forward(adj, x, false)?, &test)?;
-    println!("run {run:2}: {} epochs, test accuracy {:.2} %", val_losses.len(), test_acc * 100.0);
-    Ok((test_acc, step_ms))
+    println!("run {run:2}: {} epochs, test accuracy {:.2} %", curves.val_loss.len(), test_acc * 100.0);
+    Ok((test_acc, step_ms, curves))
+}
+
+/// Draws the curves of a run into `path`.
+fn draw(path: &Path, title: &str, curves: &Curves) {
+    let panels = [
+        plot::Panel {
+            caption: "Loss",
+            y_label: "cross-entropy",
+            series: vec![
+                plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
+                plot::Series { name: "validation", values: &curves.val_loss },
+            ],
+        },
+        plot::Panel {
+            caption: "Accuracy",
+            y_label: "accuracy",
+            series: vec![
+                plot::Series { name: "train (with dropout)", values: &curves.train_acc },
+                plot::Series { name: "validation", values: &curves.val_acc },
+            ],
+        },
+    ];
+    match plot::curves(path, title, &panels, (1000, 420)) {
+        Ok(()) => println!("curves of run 0: {}", path.display()),
+        Err(e) => eprintln!("could not write {}: {e}", path.display()),
+    }
 }
 
 fn main() -> Result<()> {
@@ -152,9 +197,12 @@ fn main() -> Result<()> {
     let mut accs = Vec::new();
     let mut steps = Vec::new();
     for r in 0..args.seeds {
-        let (acc, ms) = run(r, args.epochs, &g, &adj, &x)?;
+        let (acc, ms, curves) = run(r, args.epochs, &g, &adj, &x)?;
         accs.push(acc * 100.0);
         steps.extend(ms);
+        if let (0, Some(path)) = (r, &args.png) {
+            draw(path, &format!("GCN in candle on Cora, run 0: test accuracy {:.1} %", acc * 100.0), &curves);
+        }
     }
     steps.sort_by(f64::total_cmp);
     let mean = accs.iter().sum::<f64>() / accs.len() as f64;

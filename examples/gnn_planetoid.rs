@@ -15,11 +15,14 @@
 //! tested. Dropout masks come from burn's generator, seeded per run with `device.seed`.
 //!
 //! `cargo run --release --example gnn_planetoid [-- --model sage|appnp] [--seeds N] [--epochs E]
-//! [--patience P] [--dataset NAME] [--root DIR]` (`--help`). Ends with `test accuracy: mean XX.XX
-//! % +- X.XX over N seeds`.
+//! [--patience P] [--dataset NAME] [--root DIR] [--png PATH]` (`--help`). Ends with `test
+//! accuracy: mean XX.XX % +- X.XX over N seeds`; with `--png PATH`, writes the loss and accuracy
+//! curves of the first seed there as a PNG.
 
 #[path = "dataset/mod.rs"]
 mod dataset;
+#[path = "plot/mod.rs"]
+mod plot;
 #[path = "progress/mod.rs"]
 mod progress;
 
@@ -35,6 +38,7 @@ use sparsegrad::nn::{
 };
 use sparsegrad::prelude::*;
 use sparsegrad::sparse::mm;
+use std::path::PathBuf;
 
 /// GraphSAGE or APPNP on a Planetoid graph, trained once per seed.
 #[derive(Parser, Debug)]
@@ -52,6 +56,9 @@ struct Args {
     /// Epochs without a better validation loss before a run stops.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     patience: u64,
+    /// Where to write the loss and accuracy curves of seed 0 (PNG; none without it).
+    #[arg(long)]
+    png: Option<PathBuf>,
     #[command(flatten)]
     data: dataset::DatasetArgs,
 }
@@ -187,20 +194,43 @@ fn evaluate(
     (loss, correct as f64 / n as f64)
 }
 
-fn run(seed: u64, args: &Args, g: &Planetoid, train: &Graph, eval: &Graph, device: &Device, plain: &Device) -> f64 {
+/// A run's curves, one value per epoch.
+#[derive(Default)]
+struct Curves {
+    train_loss: Vec<f64>,
+    val_loss: Vec<f64>,
+    train_acc: Vec<f64>,
+    val_acc: Vec<f64>,
+}
+
+fn run(
+    seed: u64,
+    args: &Args,
+    g: &Planetoid,
+    train: &Graph,
+    eval: &Graph,
+    device: &Device,
+    plain: &Device,
+) -> (f64, Curves) {
     device.seed(seed);
     let mut model = Model::new(args.model, g, device);
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
     let (tr, va, te) = (split(g, &g.train, device), split(g, &g.val, plain), split(g, &g.test, plain));
     let (mut best, mut best_model, mut waited, mut epoch) = (f64::INFINITY, model.valid(), 0, 0);
+    let mut curves = Curves::default();
     let progress = progress::Progress::new(args.epochs, format!("seed {seed:2}"));
     while epoch < args.epochs && waited < args.patience {
-        let (loss, _) = evaluate(&model.forward(train), &tr, device);
-        let grads = GradientsParams::from_grads((loss + model.penalty()).backward(), &model);
+        let (loss, train_acc) = evaluate(&model.forward(train), &tr, device);
+        let loss = loss + model.penalty();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(0.01, model, grads);
         let valid = model.valid();
         let (val_loss, val_acc) = evaluate(&valid.forward(eval), &va, plain);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
+        curves.train_loss.push(loss.into_scalar::<f32>() as f64);
+        curves.val_loss.push(val_loss);
+        curves.train_acc.push(train_acc);
+        curves.val_acc.push(val_acc);
         if val_loss < best {
             (best, best_model, waited) = (val_loss, valid, 0);
         } else {
@@ -212,7 +242,33 @@ fn run(seed: u64, args: &Args, g: &Planetoid, train: &Graph, eval: &Graph, devic
     progress.finish();
     let (_, acc) = evaluate(&best_model.forward(eval), &te, plain);
     println!("seed {seed:2}: {epoch} epochs, test accuracy {:.2} %", acc * 100.0);
-    acc
+    (acc, curves)
+}
+
+/// Draws the curves of a run into `path`.
+fn draw(path: &std::path::Path, title: &str, curves: &Curves) {
+    let panels = [
+        plot::Panel {
+            caption: "Loss",
+            y_label: "cross-entropy",
+            series: vec![
+                plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
+                plot::Series { name: "validation", values: &curves.val_loss },
+            ],
+        },
+        plot::Panel {
+            caption: "Accuracy",
+            y_label: "accuracy",
+            series: vec![
+                plot::Series { name: "train (with dropout)", values: &curves.train_acc },
+                plot::Series { name: "validation", values: &curves.val_acc },
+            ],
+        },
+    ];
+    match plot::curves(path, title, &panels, (1000, 420)) {
+        Ok(()) => println!("curves of seed 0: {}", path.display()),
+        Err(e) => eprintln!("could not write {}: {e}", path.display()),
+    }
 }
 
 fn main() {
@@ -233,7 +289,20 @@ fn main() {
     let device = Device::flex().autodiff();
     let plain = Device::flex();
     let (train, eval) = (Graph::new(&g, &device), Graph::new(&g, &plain));
-    let accs: Vec<f64> = (0..args.seeds).map(|s| run(s, &args, &g, &train, &eval, &device, &plain) * 100.0).collect();
+    let mut accs = Vec::new();
+    for seed in 0..args.seeds {
+        let (acc, curves) = run(seed, &args, &g, &train, &eval, &device, &plain);
+        accs.push(acc * 100.0);
+        if let (0, Some(path)) = (seed, &args.png) {
+            let title = format!(
+                "{:?} on {}, seed 0: test accuracy {:.1} %",
+                args.model,
+                args.data.dataset.title(),
+                acc * 100.0
+            );
+            draw(path, &title, &curves);
+        }
+    }
     let mean = accs.iter().sum::<f64>() / accs.len() as f64;
     let std = (accs.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / accs.len() as f64).sqrt();
     println!("test accuracy: mean {mean:.2} % +- {std:.2} over {} seeds", args.seeds);

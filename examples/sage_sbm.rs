@@ -22,10 +22,14 @@
 //!   training nodes; prints the time per step and the peak memory.
 //!
 //! `cargo run --release --example sage_sbm [-- --nodes N] [--degree D] [--epochs E] [--gcn-steps
-//! S] [--seed S]` (`--help`). The issue's target: >= 90 % test accuracy for GraphSAGE.
+//! S] [--seed S]` (`--help`). The issue's target: >= 90 % test accuracy for GraphSAGE. On a
+//! terminal, the mini-batches of each epoch, the test batches and the GCN steps show a progress
+//! bar (`examples/progress`); elsewhere (a log, a pipe) a line per epoch and per GCN step.
 
 #[path = "memory/mod.rs"]
 mod memory;
+#[path = "progress/mod.rs"]
+mod progress;
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
@@ -320,9 +324,11 @@ fn main() {
     let mut accuracy = 0.0;
     // From here the peak is the graph, the sampler and the training.
     memory::reset_peak();
+    let batches = train.len().div_ceil(batch);
     for epoch in 0..args.epochs {
         let t = Instant::now();
         let mut sampled = 0usize;
+        let bar = progress::Progress::new(batches as u64, format!("GraphSAGE epoch {}/{}", epoch + 1, args.epochs));
         for (b, seeds) in train.chunks(batch).enumerate() {
             let sample =
                 sampler.sample(seeds, args.seed ^ (epoch << 32) ^ b as u64, &device).expect("seeds in the graph");
@@ -331,21 +337,27 @@ fn main() {
             let loss = loss_fn.forward(logits, g.labels(seeds, &device));
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             model = optim.step(0.01, model, grads);
+            // Reading the loss waits for the step: only when a bar shows it.
+            bar.step(b as u64 + 1, || format!("loss {:.4}", loss.into_scalar::<f32>()));
         }
+        bar.finish();
         let seconds = t.elapsed().as_secs_f64();
         let valid = model.valid();
         let mut right = 0;
+        let bar = progress::Progress::new(test.len().div_ceil(batch) as u64, "GraphSAGE test batches");
         for (b, seeds) in test.chunks(batch).enumerate() {
             let sample = sampler.sample(seeds, !args.seed ^ b as u64, &plain).expect("seeds in the graph");
             right += correct(valid.forward(&sample.blocks, g.gather(&sample.n_id, &plain)), g.labels(seeds, &plain));
+            bar.step(b as u64 + 1, String::new);
         }
+        bar.finish();
         accuracy = right as f64 / test.len() as f64;
         println!(
             "GraphSAGE epoch {}: {seconds:.1} s ({} batches, {:.0} sampled nodes per batch), test accuracy {:.2} %, \
              peak memory {}",
             epoch + 1,
-            train.len().div_ceil(batch),
-            sampled as f64 / train.len().div_ceil(batch) as f64,
+            batches,
+            sampled as f64 / batches as f64,
             accuracy * 100.0,
             memory::mib(memory::peak_kib())
         );
@@ -370,14 +382,17 @@ fn main() {
         let mut gcn = GcnConfig::new(FEATURES, COMMUNITIES).with_d_hidden(HIDDEN).init(&device).expect("valid");
         let mut optim = AdamConfig::new().init();
         let mut steps = Vec::new();
-        for _ in 0..args.gcn_steps {
+        let bar = progress::Progress::new(args.gcn_steps, "full-batch GCN step");
+        for step in 0..args.gcn_steps {
             let t = Instant::now();
             let logits = gcn.forward(&adj, x.clone()).select(0, train_ids.clone());
             let loss = loss_fn.forward(logits, labels.clone());
             let grads = GradientsParams::from_grads(loss.backward(), &gcn);
             gcn = optim.step(0.01, gcn, grads);
             steps.push(t.elapsed().as_secs_f64());
+            bar.epoch(step + 1, || format!("{:.2} s", steps[steps.len() - 1]));
         }
+        bar.finish();
         steps.sort_by(f64::total_cmp);
         println!(
             "full-batch GCN step (forward, backward, Adam): median {:.2} s over {} steps; peak memory {}",
