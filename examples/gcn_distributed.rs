@@ -23,12 +23,13 @@ mod memory;
 #[path = "sbm/mod.rs"]
 mod sbm;
 
-use burn::module::Module;
-use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use clap::{Parser, ValueEnum};
-use sparsegrad::dist::{all_reduce_gradients, init_process_group, models, DistCsr, ProcessGroup, RowBlock, RowPartition};
+use sparsegrad::dist::{
+    all_reduce_gradients, init_process_group, models, DistCsr, ProcessGroup, RowBlock, RowPartition,
+};
 use sparsegrad::nn::models::{Gcn, GcnConfig};
 use sparsegrad::nn::{partition_graph, Planetoid};
 use sparsegrad::prelude::*;
@@ -118,7 +119,7 @@ impl Problem {
         }
         // Row-normalised bag of words, dense (2708 x 1433).
         let x = g.features_csr(&Device::flex()).to_dense();
-        let features = x.into_data().to_vec::<f32>().expect("f32 features");
+        let features = x.into_data().try_to_vec::<f32>().expect("f32 features");
         Problem {
             name: "Cora".into(),
             crow,

@@ -38,10 +38,10 @@ use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{activation::relu, DType, Device, Int, Tensor, TensorData};
 use clap::Parser;
+use sbm::{Rng, Sbm, SbmParams, COMMUNITIES, FEATURES, HIDDEN};
 use sparsegrad::nn::models::GcnConfig;
 use sparsegrad::nn::{NeighborSampler, SageConv, SageConvConfig};
 use sparsegrad::prelude::*;
-use sbm::{Rng, Sbm, SbmParams, COMMUNITIES, FEATURES, HIDDEN};
 use std::time::Instant;
 
 /// GraphSAGE mini-batches and full-batch GCN on a 1M-node stochastic block model.

@@ -18,10 +18,9 @@
 //! - bad input is an error, not a panic or a hang: partitions that differ between ranks, a
 //!   partition for another number of ranks, an operand of the wrong shape;
 //! - data-parallel training (`all_reduce_gradients`) keeps bit-identical weights on every rank
-//!   and equals one-process training of the same GCN.
+//!   and equals one-process training of the same GCN (f32, to 1e-5).
 
-use burn::module::Param;
-use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use sparsegrad::dist::{all_reduce_gradients, init_process_group, models, DistCsr, ProcessGroup, RowPartition};
@@ -81,11 +80,16 @@ fn ints(v: &[usize], device: &Device) -> Tensor<1, Int> {
 }
 
 fn floats<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec::<f64>().expect("f64 data")
+    t.into_data().convert::<f64>().try_to_vec::<f64>().expect("f64 data")
 }
 
 fn dense(v: Vec<f64>, rows: usize, cols: usize, device: &Device) -> Tensor<2> {
-    Tensor::from_data(TensorData::new(v, [rows, cols]), device)
+    Tensor::from_data(TensorData::new(v, [rows, cols]), (device, DType::F64))
+}
+
+fn vector(v: Vec<f64>, device: &Device) -> Tensor<1> {
+    let len = v.len();
+    Tensor::from_data(TensorData::new(v, [len]), (device, DType::F64))
 }
 
 /// The rows `rows` of a row-major `[_, width]` buffer.
@@ -121,10 +125,10 @@ fn problem(n: usize, seed: u64) -> Problem {
 /// The one-process loss and its gradients w.r.t. `X` (row-major) and the values (storage order).
 fn reference(p: &Problem, device: &Device) -> (f64, Vec<f64>, Vec<f64>) {
     let n = p.g.n;
-    let values = Tensor::<1>::from_data(TensorData::new(p.g.values.clone(), [p.g.values.len()]), device).require_grad();
+    let values = vector(p.g.values.clone(), device).require_grad();
     let a = SparseTensor::csr(ints(&p.g.crow, device), ints(&p.g.col, device), values.clone(), [n, n]).unwrap();
     let x = dense(p.x.clone(), n, WIDTH, device).require_grad();
-    let l = loss(&|t| mm(&a, t), x.clone(), dense(p.w.clone(), n, WIDTH, device));
+    let l = loss(&|t| sparsegrad::sparse::mm(&a, t), x.clone(), dense(p.w.clone(), n, WIDTH, device));
     let value = floats(l.clone())[0];
     let grads = l.backward();
     (value, floats(x.grad(&grads).unwrap()), floats(values.grad(&grads).unwrap()))
@@ -136,7 +140,7 @@ fn block(group: &ProcessGroup, partition: &RowPartition, p: &Problem, device: &D
     SparseTensor::csr(
         ints(&p.g.crow, device),
         ints(&p.g.col, device),
-        Tensor::<1>::from_data(TensorData::new(p.g.values.clone(), [p.g.values.len()]), device),
+        vector(p.g.values.clone(), device),
         [p.g.n, p.g.n],
     )
     .unwrap()
@@ -169,7 +173,8 @@ fn entry_index(g: &Graph, (i, j): (usize, usize)) -> usize {
 /// `mm` forward and backward against one process: the largest difference over the ranks.
 fn matches_one_process(group: &ProcessGroup, partition: &RowPartition, p: &Problem) -> Result<String, String> {
     let device = Device::flex().autodiff();
-    let dist = DistCsr::from_global(group, partition, &block(group, partition, p, &device)).map_err(|e| e.to_string())?;
+    let dist =
+        DistCsr::from_global(group, partition, &block(group, partition, p, &device)).map_err(|e| e.to_string())?;
     let rows = dist.rows().to_vec();
     let (l_ref, dx_ref, dv_ref) = reference(p, &device);
     let (l, dx, dv) = distributed(&dist, p, take_rows(&p.x, &rows, WIDTH), &device);
@@ -191,7 +196,8 @@ fn matches_one_process(group: &ProcessGroup, partition: &RowPartition, p: &Probl
 /// Central differences of the global loss, each input entry perturbed on its owner.
 fn gradcheck_across_ranks(group: &ProcessGroup, partition: &RowPartition, p: &Problem) -> Result<String, String> {
     let device = Device::flex().autodiff();
-    let dist = DistCsr::from_global(group, partition, &block(group, partition, p, &device)).map_err(|e| e.to_string())?;
+    let dist =
+        DistCsr::from_global(group, partition, &block(group, partition, p, &device)).map_err(|e| e.to_string())?;
     let (rank, rows) = (group.rank(), dist.rows().to_vec());
     let x_local = take_rows(&p.x, &rows, WIDTH);
     let (_, dx, dv) = distributed(&dist, p, x_local.clone(), &device);
@@ -200,7 +206,7 @@ fn gradcheck_across_ranks(group: &ProcessGroup, partition: &RowPartition, p: &Pr
     let w = dense(take_rows(&p.w, &rows, WIDTH), rows.len(), WIDTH, &plain);
     // The global loss at perturbed inputs (collective).
     let global = |x: &[f64], v: &[f64]| {
-        let a = dist.with_values(Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]), &plain)).unwrap();
+        let a = dist.with_values(vector(v.to_vec(), &plain)).unwrap();
         let l = loss(&|t| a.mm(t).unwrap(), dense(x.to_vec(), rows.len(), WIDTH, &plain), w.clone());
         let mut s = [floats(l)[0]];
         group.all_reduce_sum(&mut s);
@@ -268,7 +274,8 @@ fn bad_input_is_an_error(group: &ProcessGroup, p: &Problem) -> Result<String, St
     }
     let differ = DistCsr::from_global(group, &RowPartition::from_parts(parts, size).unwrap(), &a);
     let wrong_count = DistCsr::from_global(group, &RowPartition::contiguous(n, size + 1).unwrap(), &a);
-    let dist = DistCsr::from_global(group, &RowPartition::contiguous(n, size).unwrap(), &a).map_err(|e| e.to_string())?;
+    let dist =
+        DistCsr::from_global(group, &RowPartition::contiguous(n, size).unwrap(), &a).map_err(|e| e.to_string())?;
     let wrong_shape = dist.mm(Tensor::<2>::zeros([dist.rows().len() + 1, 2], (&device, DType::F64)));
     let wrong_dtype = dist.mm(Tensor::<2>::zeros([dist.rows().len(), 2], (&device, DType::F32)));
     match (differ, wrong_count, wrong_shape, wrong_dtype) {
@@ -298,22 +305,17 @@ fn data_parallel_weights(group: &ProcessGroup, p: &Problem) -> Result<String, St
             edges.push((i, j));
         }
     }
+    // f32 (burn's Adam keeps its state in the device's default float type).
     let adj = sparsegrad::nn::gcn_norm(&edges, n, &device).unwrap();
-    let adj = adj.with_values(adj.values_flat().cast(DType::F64));
     let labels: Vec<usize> = (0..n).map(|i| (i * 7) % classes).collect();
     let train: Vec<usize> = (0..n).filter(|i| i % 3 != 1).collect();
     let config = GcnConfig::new(WIDTH, classes).with_d_hidden(4).with_dropout(0.0);
-    // The same seed on every rank: the same initial weights, in f64.
+    // The same seed on every rank: the same initial weights.
     let init = |d: &Device| -> Gcn {
         d.seed(7);
-        let mut m = config.init(d).unwrap();
-        for layer in &mut m.layers {
-            layer.weight = Param::from_tensor(layer.weight.val().cast(DType::F64));
-            layer.bias = layer.bias.take().map(|b| Param::from_tensor(b.val().cast(DType::F64)));
-        }
-        m
+        config.init(d).unwrap()
     };
-    let x_all = dense(p.x.clone(), n, WIDTH, &device);
+    let x_all = dense(p.x.clone(), n, WIDTH, &device).cast(DType::F32);
     // One process.
     let mut model = init(&device);
     let mut optim = AdamConfig::new().init();
@@ -330,7 +332,7 @@ fn data_parallel_weights(group: &ProcessGroup, p: &Problem) -> Result<String, St
     let rows = dist.rows().to_vec();
     let local_train: Vec<usize> = (0..rows.len()).filter(|&k| rows[k] % 3 != 1).collect();
     let local_labels: Vec<usize> = rows.iter().map(|&i| labels[i]).collect();
-    let x = dense(take_rows(&p.x, &rows, WIDTH), rows.len(), WIDTH, &device);
+    let x = dense(take_rows(&p.x, &rows, WIDTH), rows.len(), WIDTH, &device).cast(DType::F32);
     let mut model = init(&device);
     let mut optim = AdamConfig::new().init();
     for _ in 0..STEPS {
@@ -344,7 +346,8 @@ fn data_parallel_weights(group: &ProcessGroup, p: &Problem) -> Result<String, St
     let fingerprint = mine.iter().fold(0u64, |h, v| (h ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3));
     let identical = group.all_gather(fingerprint).iter().all(|&f| f == fingerprint);
     let err = group.all_reduce_max(max_abs_diff(&mine, &reference));
-    if identical && err < 1e-12 {
+    // f32: the ranks sum a row's entries in another order than one process does.
+    if identical && err < 1e-5 {
         Ok(format!("{STEPS} Adam steps: weights bit-identical on every rank, {err:.1e} from one process"))
     } else {
         Err(format!("identical on every rank: {identical}; largest difference from one process {err:.3e}"))

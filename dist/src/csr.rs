@@ -150,7 +150,10 @@ impl DistCsr {
         const OP: &str = "DistCsr::from_global";
         let [n, m] = a.shape();
         if n != m || n != partition.num_rows() {
-            return Err(invalid(OP, format!("a square matrix of the partition's {} rows, got [{n}, {m}]", partition.num_rows())));
+            return Err(invalid(
+                OP,
+                format!("a square matrix of the partition's {} rows, got [{n}, {m}]", partition.num_rows()),
+            ));
         }
         let csr = a.to_sparse_csr()?;
         if csr.dense_dim() > 0 {
@@ -194,14 +197,20 @@ impl DistCsr {
             });
         }
         if !matches!(x.dtype(), DType::F32 | DType::F64) || x.dtype() != self.local.dtype() {
-            return Err(invalid(OP, format!("x is {:?} and A {:?}; both f32 or both f64", x.dtype(), self.local.dtype())));
+            return Err(invalid(
+                OP,
+                format!("x is {:?} and A {:?}; both f32 or both f64", x.dtype(), self.local.dtype()),
+            ));
         }
         check_device(&x.device(), OP)?;
         let most = plan.rows_sent().max(plan.rows_received()).max(plan.num_local);
         if most.checked_mul(width).is_none_or(|e| e > i32::MAX as usize) {
             return Err(invalid(OP, format!("{most} rows of {width} in one exchange pass MPI's int counts")));
         }
-        let halo = Tensor::from_dispatch(<Dispatch as HaloExchange>::halo_exchange(x.clone().into_dispatch(), self.plan.clone()));
+        let halo = Tensor::from_dispatch(<Dispatch as HaloExchange>::halo_exchange(
+            x.clone().into_dispatch(),
+            self.plan.clone(),
+        ));
         // Always concatenated, an empty halo too: the exchange must be in every rank's graph, or
         // its backward (collective) would not run here while the others wait for it.
         try_mm(&self.local, Tensor::cat(vec![x, halo], 0))
@@ -224,7 +233,11 @@ impl DistCsr {
     pub fn with_values(&self, values: Tensor<1>) -> Result<DistCsr> {
         let nnz = self.col.len();
         if values.dims() != [nnz] {
-            return Err(SparseError::ShapeMismatch { component: "values", expected: vec![nnz], actual: values.dims().to_vec() });
+            return Err(SparseError::ShapeMismatch {
+                component: "values",
+                expected: vec![nnz],
+                actual: values.dims().to_vec(),
+            });
         }
         check_device(&values.device(), "DistCsr::with_values")?;
         let shape = self.local.shape();

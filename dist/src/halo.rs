@@ -85,7 +85,8 @@ impl HaloPlan {
 
     fn counts(per_rank: &[usize], width: usize) -> Result<Counts> {
         const OP: &str = "DistCsr: the halo exchange";
-        let scaled = per_rank.iter().map(|&c| c.checked_mul(width).ok_or_else(|| invalid(OP, "the exchange overflows")));
+        let scaled =
+            per_rank.iter().map(|&c| c.checked_mul(width).ok_or_else(|| invalid(OP, "the exchange overflows")));
         Counts::new(scaled.collect::<Result<Vec<_>>>()?, OP)
     }
 
@@ -102,7 +103,11 @@ impl HaloPlan {
 
     /// The gradient `[num_local, width]` of the local operand from the gradient `g [halo,
     /// width]` of the halo rows: sent back to the owners, summed into the rows they sent.
-    pub(crate) fn backward<T: Equivalence + Copy + Default + AddAssign>(&self, g: &[T], width: usize) -> Result<Vec<T>> {
+    pub(crate) fn backward<T: Equivalence + Copy + Default + AddAssign>(
+        &self,
+        g: &[T],
+        width: usize,
+    ) -> Result<Vec<T>> {
         debug_assert_eq!(g.len(), self.halo.len() * width);
         let (out, into) = (Self::counts(&self.recv_per_rank, width)?, Self::counts(&self.send_per_rank, width)?);
         let back = self.group.all_to_all_v(g, &out, &into);
