@@ -41,7 +41,6 @@ use clap::Parser;
 use sbm::{Rng, Sbm, SbmParams, COMMUNITIES, FEATURES, HIDDEN};
 use sparsegrad::nn::models::GcnConfig;
 use sparsegrad::nn::{NeighborSampler, SageConv, SageConvConfig};
-use sparsegrad::prelude::*;
 use std::time::Instant;
 
 /// GraphSAGE mini-batches and full-batch GCN on a 1M-node stochastic block model.

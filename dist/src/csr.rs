@@ -164,10 +164,9 @@ impl DistCsr {
         let g_col = with_ints(&col_t, |v| v.to_i64());
         let (mut crow, mut col, mut picked) = (vec![0usize], Vec::new(), Vec::new());
         for &i in partition.rows(group.rank()) {
-            for e in g_crow[i] as usize..g_crow[i + 1] as usize {
-                col.push(g_col[e] as usize);
-                picked.push(e as i64);
-            }
+            let (start, end) = (g_crow[i] as usize, g_crow[i + 1] as usize);
+            col.extend(g_col[start..end].iter().map(|&j| j as usize));
+            picked.extend(start as i64..end as i64);
             crow.push(col.len());
         }
         let device = csr.device();
