@@ -4,9 +4,10 @@
 //! the weights are replicated and their gradients summed over the ranks before Adam's step
 //! (`all_reduce_gradients`), so every rank keeps the same weights.
 //!
-//! `mpirun -np R target/release/examples/gcn_distributed [-- --graph cora|sbm] [--nodes N]
-//! [--steps S] [--partition metis|contiguous] [--reference]` (`--help`; as root, Open MPI
-//! wants `--allow-run-as-root`). The graphs: Cora (the Planetoid split, 16 hidden units, no
+//! `cargo build --release --features mpi --example gcn_distributed`, then `mpirun -np R
+//! target/release/examples/gcn_distributed [--graph cora|sbm] [--nodes N] [--steps S]
+//! [--partition metis|contiguous] [--reference]` (`--help`; as root, Open MPI wants
+//! `--allow-run-as-root`). The graphs: Cora (the Planetoid split, 16 hidden units, no
 //! bias, as `gcn_cora` but without dropout or weight decay, so that the losses can be compared
 //! with one process exactly) and the stochastic block model of `sage_sbm` (1,000,000 nodes by
 //! default, 16 features, 64 hidden units, 20 classes, 10 % of the nodes training).
