@@ -56,6 +56,16 @@ pub mod nn {
     pub use sparsegrad_nn::*;
 }
 
+/// Graphs and sparse layers partitioned over MPI ranks, with gradients (feature `mpi`):
+/// `init_process_group`, `RowPartition`, `DistCsr` (a row-partitioned matrix whose `mm`
+/// exchanges exactly the halo rows, forward and backward), `all_reduce_gradients`
+/// (data-parallel weights) and `models` (GCN over a `DistCsr`). The guide is
+/// `docs/distributed.md`; the crate's docs ([`sparsegrad_dist`]) say what lives where.
+#[cfg(feature = "mpi")]
+pub mod dist {
+    pub use sparsegrad_dist::*;
+}
+
 /// Matrix Market files to and from tensors (`read_sparse`, `read_dense`, `write_sparse`).
 pub mod io {
     pub use sparsegrad_nn::io::*;

@@ -1,0 +1,216 @@
+//! The stochastic block model of the `sage_sbm` and `gcn_distributed` examples: communities,
+//! an undirected CSR adjacency and noisy community-dependent features, all built
+//! deterministically from a seed (`sage_sbm`'s docs describe the model).
+
+#![allow(dead_code)]
+
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use sparsegrad::prelude::*;
+
+/// The model's parameters (the examples' command-line options of the same names).
+#[derive(Debug, Clone, Copy)]
+pub struct SbmParams {
+    /// Nodes of the graph.
+    pub nodes: u64,
+    /// Mean neighbours per node (edges = nodes * degree / 2).
+    pub degree: u64,
+    /// Probability that an edge stays in its node's community.
+    pub p_in: f64,
+    /// Noise of the features around their community's mean.
+    pub sigma: f64,
+    /// Seed of the graph and the features.
+    pub seed: u64,
+}
+
+pub const COMMUNITIES: usize = 20;
+pub const FEATURES: usize = 16;
+pub const HIDDEN: usize = 64;
+
+/// splitmix64: the graph, the features and the split come from one seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize
+    }
+
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A standard normal sample (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u = self.unit().max(f64::MIN_POSITIVE);
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
+    }
+}
+
+/// The stochastic block model: communities, an undirected CSR adjacency (no loops, sorted rows)
+/// and the features.
+pub struct Sbm {
+    pub community: Vec<usize>,
+    pub crow: Vec<usize>,
+    pub col: Vec<u32>,
+    pub features: Vec<f32>,
+    /// The community means `[COMMUNITIES, FEATURES]`.
+    pub means: Vec<f64>,
+}
+
+impl Sbm {
+    pub fn nodes(&self) -> usize {
+        self.community.len()
+    }
+
+    pub fn build(a: &SbmParams) -> Sbm {
+        let n = a.nodes as usize;
+        assert!(n <= u32::MAX as usize, "node ids are stored as u32");
+        let mut rng = Rng(a.seed ^ 0x0005_EED0_F5B3);
+        let community: Vec<usize> = (0..n).map(|_| rng.below(COMMUNITIES)).collect();
+        let mut members = vec![Vec::new(); COMMUNITIES];
+        for (i, &c) in community.iter().enumerate() {
+            members[c].push(i as u32);
+        }
+        // Each node draws degree / 2 edges; both directions are stored.
+        let draws = (a.degree / 2) as usize;
+        let mut ends = Vec::with_capacity(n * draws);
+        for u in 0..n {
+            for _ in 0..draws {
+                let v = if rng.unit() < a.p_in {
+                    let m = &members[community[u]];
+                    m[rng.below(m.len())]
+                } else {
+                    rng.below(n) as u32
+                };
+                ends.push(v);
+            }
+        }
+        // Counting sort into rows: u's draws and, reversed, every draw that reaches u.
+        let mut count = vec![0usize; n + 1];
+        for u in 0..n {
+            for &v in &ends[u * draws..(u + 1) * draws] {
+                count[u + 1] += 1;
+                count[v as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let mut next = count.clone();
+        let mut col = vec![0u32; count[n]];
+        for u in 0..n {
+            for &v in &ends[u * draws..(u + 1) * draws] {
+                col[next[u]] = v;
+                next[u] += 1;
+                col[next[v as usize]] = u as u32;
+                next[v as usize] += 1;
+            }
+        }
+        drop(ends);
+        // Sorted rows, loops and repeats dropped, compacted in place.
+        let mut crow = vec![0usize; n + 1];
+        let mut kept = 0;
+        for u in 0..n {
+            let row = &mut col[count[u]..count[u + 1]];
+            row.sort_unstable();
+            let mut last = None;
+            for i in count[u]..count[u + 1] {
+                let v = col[i];
+                if v as usize != u && last != Some(v) {
+                    col[kept] = v;
+                    kept += 1;
+                    last = Some(v);
+                }
+            }
+            crow[u + 1] = kept;
+        }
+        col.truncate(kept);
+        col.shrink_to_fit();
+        let means: Vec<f64> = (0..COMMUNITIES * FEATURES).map(|_| rng.normal()).collect();
+        let features = (0..n * FEATURES)
+            .map(|k| (means[community[k / FEATURES] * FEATURES + k % FEATURES] + a.sigma * rng.normal()) as f32)
+            .collect();
+        Sbm { community, crow, col, features, means }
+    }
+
+    /// The adjacency as a CSR tensor with unit values (`P[i, j]` for the edge `j -> i`; the
+    /// graph is undirected).
+    pub fn adjacency(&self, device: &Device) -> SparseTensor<2> {
+        self.csr(device, |_, _| 1.0, false)
+    }
+
+    /// `D^-1/2 (A + I) D^-1/2` as CSR.
+    pub fn gcn_matrix(&self, device: &Device) -> SparseTensor<2> {
+        let inv: Vec<f64> = self.crow.windows(2).map(|w| 1.0 / ((w[1] - w[0] + 1) as f64).sqrt()).collect();
+        self.csr(device, |i, j| (inv[i] * inv[j]) as f32, true)
+    }
+
+    pub fn csr(&self, device: &Device, value: impl Fn(usize, usize) -> f32, loops: bool) -> SparseTensor<2> {
+        let n = self.nodes();
+        let nnz = self.col.len() + if loops { n } else { 0 };
+        let (mut crow, mut col, mut val) =
+            (Vec::with_capacity(n + 1), Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+        crow.push(0i64);
+        for i in 0..n {
+            let row = &self.col[self.crow[i]..self.crow[i + 1]];
+            let split = row.partition_point(|&j| (j as usize) < i);
+            let mut push = |j: usize| {
+                col.push(j as i64);
+                val.push(value(i, j));
+            };
+            row[..split].iter().for_each(|&j| push(j as usize));
+            if loops {
+                push(i);
+            }
+            row[split..].iter().for_each(|&j| push(j as usize));
+            crow.push(col.len() as i64);
+        }
+        let crow = Tensor::<1, Int>::from_data(TensorData::new(crow, [n + 1]), (device, DType::I64));
+        let col = Tensor::<1, Int>::from_data(TensorData::new(col, [nnz]), (device, DType::I64));
+        let val = Tensor::<1>::from_data(TensorData::new(val, [nnz]), device);
+        SparseTensor::csr(crow, col, val, [n, n]).expect("a valid CSR matrix")
+    }
+
+    /// The features of `nodes`, in that order, `[nodes, FEATURES]`.
+    pub fn gather(&self, nodes: &[usize], device: &Device) -> Tensor<2> {
+        let mut v = Vec::with_capacity(nodes.len() * FEATURES);
+        for &i in nodes {
+            v.extend_from_slice(&self.features[i * FEATURES..(i + 1) * FEATURES]);
+        }
+        Tensor::from_data(TensorData::new(v, [nodes.len(), FEATURES]), device)
+    }
+
+    /// The fraction of `nodes` whose own features are nearest their community's true mean:
+    /// what the features alone can tell (the classifier knows the means, no model does better
+    /// on features alone).
+    pub fn nearest_mean_accuracy(&self, nodes: &[usize]) -> f64 {
+        let hits = nodes
+            .iter()
+            .filter(|&&i| {
+                let x = &self.features[i * FEATURES..(i + 1) * FEATURES];
+                let distance = |c: usize| -> f64 {
+                    x.iter()
+                        .zip(&self.means[c * FEATURES..(c + 1) * FEATURES])
+                        .map(|(&a, &m)| (a as f64 - m).powi(2))
+                        .sum()
+                };
+                (0..COMMUNITIES).min_by(|&a, &b| distance(a).total_cmp(&distance(b))) == Some(self.community[i])
+            })
+            .count();
+        hits as f64 / nodes.len() as f64
+    }
+
+    pub fn labels(&self, nodes: &[usize], device: &Device) -> Tensor<1, Int> {
+        Tensor::from_data(
+            TensorData::new(nodes.iter().map(|&i| self.community[i] as i64).collect::<Vec<_>>(), [nodes.len()]),
+            device,
+        )
+    }
+}
