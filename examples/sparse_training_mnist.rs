@@ -224,8 +224,8 @@ impl Mlp {
                     Method::Dense | Method::Wanda => Hidden::Dense(LinearConfig::new(d_input, d_output).init(device)),
                     // Fully stored to begin with: GMP prunes from the dense initialisation.
                     Method::Gmp => Hidden::Sparse(
-                        SparseLinear::from_linear(&LinearConfig::new(d_input, d_output).init(device), 1.0)
-                            .expect("density 1 is a density"),
+                        SparseLinear::from_linear(&LinearConfig::new(d_input, d_output).init(device), 0.0)
+                            .expect("sparsity 0 is a sparsity"),
                     ),
                     Method::Set | Method::Rigl => Hidden::Sparse(
                         SparseLinearConfig::new(d_input, d_output)
