@@ -41,8 +41,11 @@ fn main() {
     let device = Device::flex();
     device.seed(0);
     let t = Instant::now();
-    let layer =
-        SparseLinearConfig::new(n, n).with_density(1.0 - args.sparsity).with_seed(Some(1)).with_bias(false).init(&device);
+    let layer = SparseLinearConfig::new(n, n)
+        .with_density(1.0 - args.sparsity)
+        .with_seed(Some(1))
+        .with_bias(false)
+        .init(&device);
     let x = Tensor::<2>::random([batch, n], Distribution::Normal(0.0, 1.0), &device);
     let g = Tensor::<2>::random([batch, n], Distribution::Normal(0.0, 1.0), &device);
     println!(
