@@ -131,13 +131,13 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     let mut epoch = 0;
     while epoch < epochs && waited < 100 {
-        let logits = model.forward_sparse(&graph.adj, &graph.x);
+        let logits = model.forward_sparse(&graph.x, &graph.adj);
         let (loss, train_acc) = evaluate(&logits, &tr_n, &tr_l, device);
         let loss = loss + model.l2_penalty() * (weight_decay / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(lr, model, grads);
         let valid = model.valid();
-        let (val_loss, val_acc) = evaluate(&valid.forward_sparse(&graph.adj_eval, &graph.x_eval), &va_n, &va_l, eval);
+        let (val_loss, val_acc) = evaluate(&valid.forward_sparse(&graph.x_eval, &graph.adj_eval), &va_n, &va_l, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
         if val_acc >= best_acc || val_loss <= best_loss {
             if val_acc >= best_acc && val_loss <= best_loss {
@@ -161,7 +161,7 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
         });
     }
     progress.finish();
-    let (_, test_acc) = evaluate(&best_model.forward_sparse(&graph.adj_eval, &graph.x_eval), &te_n, &te_l, eval);
+    let (_, test_acc) = evaluate(&best_model.forward_sparse(&graph.x_eval, &graph.adj_eval), &te_n, &te_l, eval);
     println!("seed {seed:2}: {epoch} epochs, test accuracy {:.2} %", test_acc * 100.0);
     (test_acc, curves)
 }

@@ -112,14 +112,14 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     for epoch in 0..epochs {
         let t = Instant::now();
-        let logits = model.forward_sparse(&graph.adj, &graph.x);
+        let logits = model.forward_sparse(&graph.x, &graph.adj);
         let (loss, train_acc) = evaluate(&logits, &train, device);
         let w0 = model.layers[0].weight.val();
         let loss = loss + (w0.clone() * w0).sum() * (5e-4 / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(0.01, model, grads);
         step_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        let logits = model.valid().forward_sparse(&graph.adj_eval, &graph.x_eval);
+        let logits = model.valid().forward_sparse(&graph.x_eval, &graph.adj_eval);
         let (val_loss, val_acc) = evaluate(&logits, &val, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
         let train_loss = loss.into_scalar::<f32>() as f64;
@@ -137,7 +137,7 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
         }
     }
     progress.finish();
-    let (_, test_acc) = evaluate(&model.valid().forward_sparse(&graph.adj_eval, &graph.x_eval), &test, eval);
+    let (_, test_acc) = evaluate(&model.valid().forward_sparse(&graph.x_eval, &graph.adj_eval), &test, eval);
     println!("seed {seed:2}: {} epochs, test accuracy {:.2} %", curves.val_loss.len(), test_acc * 100.0);
     (test_acc, step_ms, curves)
 }

@@ -46,7 +46,7 @@ impl AppnpPropagationConfig {
 
 impl AppnpPropagation {
     /// `K` steps on `x [n, d]` over the normalised adjacency `adj [n, n]`.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         let teleport = x.clone() * self.alpha;
         let mut h = x;
         for _ in 0..self.k {

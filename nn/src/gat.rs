@@ -119,12 +119,12 @@ impl GatConv {
 
     /// The layer on dense features `x [n, d_input]` over `adj`'s pattern (its values are not
     /// used; include self loops in it): node `i` attends over the columns of row `i`.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         self.aggregate(adj, x.matmul(self.weight.val()), false).0
     }
 
     /// [`GatConv::forward`] for sparse features.
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+    pub fn forward_sparse(&self, x: &SparseTensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         self.aggregate(adj, mm(x, self.weight.val()), false).0
     }
 
@@ -132,7 +132,7 @@ impl GatConv {
     /// `return_attention_weights=True`): per head a sparse tensor on `adj`'s pattern whose row
     /// `i` holds node `i`'s weights over its neighbours (summing to 1, or the dropped-out
     /// coefficients the output used while training), differentiable like the output.
-    pub fn forward_with_attention(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> (Tensor<2>, Vec<SparseTensor<2>>) {
+    pub fn forward_with_attention(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> (Tensor<2>, Vec<SparseTensor<2>>) {
         self.aggregate(adj, x.matmul(self.weight.val()), true)
     }
 

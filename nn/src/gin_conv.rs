@@ -88,7 +88,7 @@ impl<M: GinNetwork> GinConv<M> {
     }
 
     /// `(1 + eps) · x_i + sum_{j -> i} adj[i, j] · x_j`: the MLP's input.
-    pub fn aggregate(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn aggregate(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         let own = targets(adj, x.clone());
         let root = match &self.eps_param {
             Some(eps) => own * (eps.val().cast(x.dtype()) + 1.0).unsqueeze::<2>(),
@@ -99,7 +99,7 @@ impl<M: GinNetwork> GinConv<M> {
 
     /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
     /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        self.mlp.forward(self.aggregate(adj, x))
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
+        self.mlp.forward(self.aggregate(x, adj))
     }
 }

@@ -51,7 +51,7 @@ impl GraphConvConfig {
 impl GraphConv {
     /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
     /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        self.lin_rel.forward(self.aggr.aggregate(adj, x.clone())) + self.lin_root.forward(targets(adj, x))
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
+        self.lin_rel.forward(self.aggr.aggregate(x.clone(), adj)) + self.lin_root.forward(targets(adj, x))
     }
 }

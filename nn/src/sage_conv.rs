@@ -66,8 +66,8 @@ impl SageConv {
     /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
     /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes (`[dst,
     /// d_output]` out).
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        let mut out = self.lin_l.forward(self.aggr.aggregate(adj, x.clone()));
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
+        let mut out = self.lin_l.forward(self.aggr.aggregate(x.clone(), adj));
         if let Some(lin_r) = &self.lin_r {
             out = out + lin_r.forward(targets(adj, x));
         }
@@ -83,14 +83,14 @@ impl SageConv {
     /// products (`mm(x, W)`) and the aggregation after, which commutes with them, so nothing
     /// `n x d_input` is dense. Errors for max and min, which do not commute with `W` (densify
     /// the features with `to_dense` for those).
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> sparsegrad_backend::Result<Tensor<2>> {
+    pub fn forward_sparse(&self, x: &SparseTensor<2>, adj: &SparseTensor<2>) -> sparsegrad_backend::Result<Tensor<2>> {
         if matches!(self.aggr, Aggregation::Max | Aggregation::Min) {
             return Err(invalid(
                 "SageConv::forward_sparse",
                 format!("{:?} aggregation does not commute with the weight; densify the features", self.aggr),
             ));
         }
-        let mut out = self.aggr.aggregate(adj, mm(x, self.lin_l.weight.val()));
+        let mut out = self.aggr.aggregate(mm(x, self.lin_l.weight.val()), adj);
         if let Some(b) = &self.lin_l.bias {
             out = out + b.val().unsqueeze::<2>();
         }
