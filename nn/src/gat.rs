@@ -50,6 +50,24 @@ pub struct GatConvConfig {
 }
 
 /// A multi-head graph attention layer.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::{gcn_norm, GatConvConfig};
+///
+/// let device = Device::flex();
+/// // Only the pattern is read: every node attends to its neighbours and itself.
+/// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
+/// let conv = GatConvConfig::new(4, 8).with_heads(2).init(&device);
+/// let (y, attention) = conv.forward_with_attention(Tensor::<2>::ones([3, 4], &device), &adj);
+/// assert_eq!(y.dims(), [3, 16]); // the two heads concatenated
+/// // Each head's coefficients sum to 1 over a node's neighbours.
+/// let rows = attention[0].to_dense().sum_dim(1).into_data().to_vec::<f32>().unwrap();
+/// assert!(rows.iter().all(|r| (r - 1.0).abs() < 1e-5));
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct GatConv {
     /// `[d_input, heads * d_output]`, Glorot-uniform.

@@ -58,6 +58,19 @@ impl GinNetwork for GinMlp {
 }
 
 /// A GIN layer with the network `M` (the config's [`GinMlp`] by default).
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::{gcn_norm, GinConvConfig};
+///
+/// let device = Device::flex();
+/// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
+/// let conv = GinConvConfig::new(4, 8, 2).with_train_eps(true).init(&device);
+/// assert_eq!(conv.forward(Tensor::<2>::ones([3, 4], &device), &adj).dims(), [3, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct GinConv<M: GinNetwork = GinMlp> {
     /// The network applied to the aggregated features.

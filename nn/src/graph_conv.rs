@@ -26,6 +26,21 @@ pub struct GraphConvConfig {
 }
 
 /// A `GraphConv` layer.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+/// use sparsegrad_nn::{to_propagation_matrix, GraphConvConfig};
+///
+/// let device = Device::flex();
+/// let edge_index = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 1, 1, 2], [2, 2]), (&device, DType::I64));
+/// let weights = Tensor::<1>::from_floats([0.5, 2.0], &device); // one per edge
+/// let adj = to_propagation_matrix(&edge_index, Some(&weights), 3)?;
+/// let conv = GraphConvConfig::new(4, 2).init(&device);
+/// assert_eq!(conv.forward(Tensor::<2>::ones([3, 4], &device), &adj).dims(), [3, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct GraphConv {
     /// The aggregated messages' transform `W_rel` (with the bias).

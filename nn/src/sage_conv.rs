@@ -35,6 +35,22 @@ pub struct SageConvConfig {
 }
 
 /// A GraphSAGE layer.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+/// use sparsegrad_nn::{to_propagation_matrix, Aggregation, SageConvConfig};
+///
+/// let device = Device::flex();
+/// // PyG's `edge_index` of the edges 0 -> 1 and 1 -> 2 (sources in row 0, targets in row 1).
+/// let edge_index = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 1, 1, 2], [2, 2]), (&device, DType::I64));
+/// let adj = to_propagation_matrix(&edge_index, None, 3)?;
+/// let conv = SageConvConfig::new(4, 2).with_aggr(Aggregation::Max).init(&device);
+/// let y = conv.forward(Tensor::<2>::ones([3, 4], &device), &adj); // PyG's `conv(x, edge_index)` order
+/// assert_eq!(y.dims(), [3, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct SageConv {
     /// The aggregated neighbours' transform `W_l` (with the bias).
