@@ -17,10 +17,10 @@
 //! [`to_propagation_matrix`](crate::nn::to_propagation_matrix) (the CSR matrix
 //! `P[target, source]` the layers multiply).
 //!
-//! **Argument order.** The layers take the matrix first and the features second,
-//! `conv.forward(x, &adj)`: the opposite of PyG's `conv(x, edge_index)`. `forward_edge_index(x,
-//! &edge_index, ..)` on `GcnConv` and `GatConv` takes PyG's order and builds the matrix at every
-//! call; keep the matrix for repeated calls.
+//! **Argument order.** As PyG's `conv(x, edge_index)`, every layer and model takes the features
+//! first and the graph second, `conv.forward(x, &adj)` (a sampled block's matrix in place of
+//! `adj`). `forward_edge_index(x, &edge_index, ..)` on `GcnConv` takes PyG's `edge_index` itself
+//! and builds the matrix at every call; keep the matrix for repeated calls.
 //!
 //! ```
 //! use burn::tensor::{DType, Device, Int, Tensor, TensorData};
