@@ -134,7 +134,7 @@ impl Sbm {
         // features.
         let bar = progress::Progress::new(4 * n as u64, "building the graph");
         let tick = |pass: u64, u: usize, what: &'static str| {
-            if u % (1 << 16) == 0 {
+            if u.is_multiple_of(1 << 16) {
                 bar.step(pass * n as u64 + u as u64, || what.to_string());
             }
         };
@@ -200,7 +200,7 @@ impl Sbm {
         let means: Vec<f64> = (0..COMMUNITIES * FEATURES).map(|_| rng.normal()).collect();
         let features = (0..n * FEATURES)
             .map(|k| {
-                if k % FEATURES == 0 {
+                if k.is_multiple_of(FEATURES) {
                     tick(3, k / FEATURES, "drawing features");
                 }
                 (means[community[k / FEATURES] * FEATURES + k % FEATURES] + a.sigma * rng.normal()) as f32
@@ -231,7 +231,7 @@ impl Sbm {
         crow.push(0i64);
         let bar = progress::Progress::new(n as u64, if loops { "GCN matrix rows" } else { "adjacency rows" });
         for i in 0..n {
-            if i % (1 << 16) == 0 {
+            if i.is_multiple_of(1 << 16) {
                 bar.step(i as u64, String::new);
             }
             let row = &self.col[self.crow[i]..self.crow[i + 1]];
