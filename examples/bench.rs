@@ -428,8 +428,8 @@ fn gcn_step(bench: &Bench, name: &str) {
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
     let ms = time(20, || {
         let m = model.take().expect("model");
-        let h = burn::tensor::activation::relu(m.l0.forward_sparse(&adj, &x));
-        let logits = m.l1.forward(&adj, h).select(0, train.clone());
+        let h = burn::tensor::activation::relu(m.l0.forward_sparse(&x, &adj));
+        let logits = m.l1.forward(h, &adj).select(0, train.clone());
         let w0 = m.l0.weight.val();
         let loss = loss_fn.forward(logits, labels.clone()) + (w0.clone() * w0).sum() * 2.5e-4;
         let grads = GradientsParams::from_grads(loss.backward(), &m);

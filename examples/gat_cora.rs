@@ -12,8 +12,8 @@
 //!
 //! `cargo run --release --example gat_cora [-- --seeds N] [--epochs E] [--png PATH] [--dataset
 //! NAME] [--root DIR] [--device flex|wgpu]` (`--help`; `wgpu` with `--features wgpu`)
-//! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
-//! accuracy curves of the first seed as a PNG (default `gat_cora_curves.png`).
+//! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds`; with `--png PATH`, writes the
+//! loss and accuracy curves of the first seed there as a PNG.
 
 #[path = "dataset/mod.rs"]
 mod dataset;
@@ -45,9 +45,9 @@ struct Args {
     /// long before, after 500 to 1500 epochs on Cora and CiteSeer).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     epochs: u64,
-    /// Where to write the loss and accuracy curves of seed 0 (PNG).
-    #[arg(long, default_value = "gat_cora_curves.png")]
-    png: PathBuf,
+    /// Where to write the loss and accuracy curves of seed 0 (PNG; none without it).
+    #[arg(long)]
+    png: Option<PathBuf>,
     #[command(flatten)]
     data: dataset::DatasetArgs,
     #[command(flatten)]
@@ -131,13 +131,13 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     let mut epoch = 0;
     while epoch < epochs && waited < 100 {
-        let logits = model.forward_sparse(&graph.adj, &graph.x);
+        let logits = model.forward_sparse(&graph.x, &graph.adj);
         let (loss, train_acc) = evaluate(&logits, &tr_n, &tr_l, device);
         let loss = loss + model.l2_penalty() * (weight_decay / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(lr, model, grads);
         let valid = model.valid();
-        let (val_loss, val_acc) = evaluate(&valid.forward_sparse(&graph.adj_eval, &graph.x_eval), &va_n, &va_l, eval);
+        let (val_loss, val_acc) = evaluate(&valid.forward_sparse(&graph.x_eval, &graph.adj_eval), &va_n, &va_l, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
         if val_acc >= best_acc || val_loss <= best_loss {
             if val_acc >= best_acc && val_loss <= best_loss {
@@ -161,7 +161,7 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
         });
     }
     progress.finish();
-    let (_, test_acc) = evaluate(&best_model.forward_sparse(&graph.adj_eval, &graph.x_eval), &te_n, &te_l, eval);
+    let (_, test_acc) = evaluate(&best_model.forward_sparse(&graph.x_eval, &graph.adj_eval), &te_n, &te_l, eval);
     println!("seed {seed:2}: {epoch} epochs, test accuracy {:.2} %", test_acc * 100.0);
     (test_acc, curves)
 }
@@ -186,7 +186,7 @@ fn main() {
     for seed in 0..args.seeds {
         let (acc, curves) = run(seed, args.epochs, &graph, &device, &eval);
         accs.push(acc * 100.0);
-        if seed == 0 {
+        if let (0, Some(path)) = (seed, &args.png) {
             let panels = [
                 plot::Panel {
                     caption: "Loss",
@@ -210,9 +210,9 @@ fn main() {
                 args.data.dataset.title(),
                 acc * 100.0
             );
-            match plot::curves(&args.png, &title, &panels, (1000, 420)) {
-                Ok(()) => println!("curves of seed 0: {}", args.png.display()),
-                Err(e) => eprintln!("could not write {}: {e}", args.png.display()),
+            match plot::curves(path, &title, &panels, (1000, 420)) {
+                Ok(()) => println!("curves of seed 0: {}", path.display()),
+                Err(e) => eprintln!("could not write {}: {e}", path.display()),
             }
         }
     }

@@ -9,8 +9,8 @@
 //!
 //! `cargo run --release --example gcn_cora [-- --seeds N] [--epochs E] [--png PATH] [--dataset
 //! NAME] [--root DIR] [--device flex|wgpu]` (`--help`; `wgpu` with `--features wgpu`)
-//! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds` and writes the loss and
-//! accuracy curves of the first seed as a PNG (default `gcn_cora_curves.png`).
+//! Ends with `test accuracy: mean XX.XX % +- X.XX over N seeds`; with `--png PATH`, writes the
+//! loss and accuracy curves of the first seed there as a PNG.
 
 #[path = "dataset/mod.rs"]
 mod dataset;
@@ -42,9 +42,9 @@ struct Args {
     /// Most epochs of a run (early stopping on the validation loss may end it sooner).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     epochs: u64,
-    /// Where to write the loss and accuracy curves of seed 0 (PNG).
-    #[arg(long, default_value = "gcn_cora_curves.png")]
-    png: PathBuf,
+    /// Where to write the loss and accuracy curves of seed 0 (PNG; none without it).
+    #[arg(long)]
+    png: Option<PathBuf>,
     #[command(flatten)]
     data: dataset::DatasetArgs,
     #[command(flatten)]
@@ -112,14 +112,14 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     for epoch in 0..epochs {
         let t = Instant::now();
-        let logits = model.forward_sparse(&graph.adj, &graph.x);
+        let logits = model.forward_sparse(&graph.x, &graph.adj);
         let (loss, train_acc) = evaluate(&logits, &train, device);
         let w0 = model.layers[0].weight.val();
         let loss = loss + (w0.clone() * w0).sum() * (5e-4 / 2.0);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(0.01, model, grads);
         step_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        let logits = model.valid().forward_sparse(&graph.adj_eval, &graph.x_eval);
+        let logits = model.valid().forward_sparse(&graph.x_eval, &graph.adj_eval);
         let (val_loss, val_acc) = evaluate(&logits, &val, eval);
         let val_loss = val_loss.into_scalar::<f32>() as f64;
         let train_loss = loss.into_scalar::<f32>() as f64;
@@ -137,7 +137,7 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
         }
     }
     progress.finish();
-    let (_, test_acc) = evaluate(&model.valid().forward_sparse(&graph.adj_eval, &graph.x_eval), &test, eval);
+    let (_, test_acc) = evaluate(&model.valid().forward_sparse(&graph.x_eval, &graph.adj_eval), &test, eval);
     println!("seed {seed:2}: {} epochs, test accuracy {:.2} %", curves.val_loss.len(), test_acc * 100.0);
     (test_acc, step_ms, curves)
 }
@@ -175,7 +175,7 @@ fn main() {
         let (acc, ms, curves) = run(seed, args.epochs, &graph, &device, &eval);
         accs.push(acc * 100.0);
         steps.extend(ms);
-        if seed == 0 {
+        if let (0, Some(path)) = (seed, &args.png) {
             let panels = [
                 plot::Panel {
                     caption: "Loss",
@@ -195,9 +195,9 @@ fn main() {
                 },
             ];
             let title = format!("GCN on {}, seed 0: test accuracy {:.1} %", args.data.dataset.title(), acc * 100.0);
-            match plot::curves(&args.png, &title, &panels, (1000, 420)) {
-                Ok(()) => println!("curves of seed 0: {}", args.png.display()),
-                Err(e) => eprintln!("could not write {}: {e}", args.png.display()),
+            match plot::curves(path, &title, &panels, (1000, 420)) {
+                Ok(()) => println!("curves of seed 0: {}", path.display()),
+                Err(e) => eprintln!("could not write {}: {e}", path.display()),
             }
         }
     }

@@ -67,7 +67,7 @@ impl Gcn {
 
     /// Logits `[nodes, classes]`; while training, dropout on the features' stored values and
     /// on the hidden layer.
-    fn forward(&self, adj: &SparseTensor, x: &SparseTensor, train: bool) -> Result<Tensor> {
+    fn forward(&self, x: &SparseTensor, adj: &SparseTensor, train: bool) -> Result<Tensor> {
         let x = if train {
             x.with_values(dropout(x.values(), 0.5)?).map_err(sparsegrad::candle::candle_core::Error::wrap)?
         } else {
@@ -122,11 +122,11 @@ fn run(run: u64, epochs: u64, g: &Planetoid, adj: &SparseTensor, x: &SparseTenso
     let progress = progress::Progress::new(epochs, format!("run {run:2}"));
     for epoch in 0..epochs {
         let t = Instant::now();
-        let (loss, train_acc) = evaluate(&model.forward(adj, x, true)?, &train)?;
+        let (loss, train_acc) = evaluate(&model.forward(x, adj, true)?, &train)?;
         let loss = (loss + (model.w0.sqr()?.sum_all()? * (5e-4 / 2.0))?)?;
         adam.backward_step(&loss)?;
         step_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        let (val_loss, val_acc) = evaluate(&model.forward(adj, x, false)?, &val)?;
+        let (val_loss, val_acc) = evaluate(&model.forward(x, adj, false)?, &val)?;
         let val_loss = val_loss.to_scalar::<f32>()? as f64;
         let train_loss = loss.to_scalar::<f32>()? as f64;
         curves.train_loss.push(train_loss);
@@ -143,7 +143,7 @@ fn run(run: u64, epochs: u64, g: &Planetoid, adj: &SparseTensor, x: &SparseTenso
         }
     }
     progress.finish();
-    let (_, test_acc) = evaluate(&model.forward(adj, x, false)?, &test)?;
+    let (_, test_acc) = evaluate(&model.forward(x, adj, false)?, &test)?;
     println!("run {run:2}: {} epochs, test accuracy {:.2} %", curves.val_loss.len(), test_acc * 100.0);
     Ok((test_acc, step_ms, curves))
 }

@@ -21,6 +21,8 @@
 
 #[path = "memory/mod.rs"]
 mod memory;
+#[path = "progress/mod.rs"]
+mod progress;
 #[path = "sbm/mod.rs"]
 mod sbm;
 

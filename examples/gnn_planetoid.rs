@@ -145,13 +145,13 @@ impl Model {
         let x = self.input_dropout.forward(&graph.x);
         match &self.net {
             Net::Sage(m) => {
-                let h = m.l0.forward_sparse(&graph.propagation, &x).expect("mean aggregation commutes");
-                m.l1.forward(&graph.propagation, self.dropout.forward(relu(h)))
+                let h = m.l0.forward_sparse(&x, &graph.propagation).expect("mean aggregation commutes");
+                m.l1.forward(self.dropout.forward(relu(h)), &graph.propagation)
             }
             Net::Appnp(m) => {
                 let h = mm(&x, m.l0.weight.val()) + m.l0.bias.as_ref().expect("a bias").val().unsqueeze();
                 let logits = m.l1.forward(self.dropout.forward(relu(h)));
-                m.propagation.forward(&graph.normalised, logits)
+                m.propagation.forward(logits, &graph.normalised)
             }
         }
     }

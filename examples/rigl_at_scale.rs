@@ -3,7 +3,7 @@
 //! take 1 GiB in f32; the update drops the 30 % smallest entries and grows as many where the
 //! gradient is largest, computing it a tile of rows at a time with a running top-k.
 //!
-//! `cargo run --release --example rigl_at_scale [-- --size 16384] [--density 0.01] [--batch 256]
+//! `cargo run --release --example rigl_at_scale [-- --size 16384] [--sparsity 0.99] [--batch 256]
 //! [--tile-elements 4194304]`. Prints the time of the update and the process's peak resident
 //! memory during it (Linux: `VmHWM` of `/proc/self/status`, reset through
 //! `/proc/self/clear_refs` just before the update, so the layer's construction does not count),
@@ -24,9 +24,9 @@ struct Args {
     /// Rows and columns of the weight.
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u64).range(1..))]
     size: u64,
-    /// Fraction of the weight stored.
-    #[arg(long, default_value_t = 0.01)]
-    density: f64,
+    /// Fraction of the weight's elements not stored (zeros).
+    #[arg(long, default_value_t = 0.99)]
+    sparsity: f64,
     /// Batch of the input and output gradient.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     batch: u64,
@@ -41,8 +41,11 @@ fn main() {
     let device = Device::flex();
     device.seed(0);
     let t = Instant::now();
-    let layer =
-        SparseLinearConfig::new(n, n).with_density(args.density).with_seed(Some(1)).with_bias(false).init(&device);
+    let layer = SparseLinearConfig::new(n, n)
+        .with_density(1.0 - args.sparsity)
+        .with_seed(Some(1))
+        .with_bias(false)
+        .init(&device);
     let x = Tensor::<2>::random([batch, n], Distribution::Normal(0.0, 1.0), &device);
     let g = Tensor::<2>::random([batch, n], Distribution::Normal(0.0, 1.0), &device);
     println!(

@@ -23,8 +23,9 @@
 //!
 //! `cargo run --release --example sage_sbm [-- --nodes N] [--degree D] [--epochs E] [--gcn-steps
 //! S] [--seed S]` (`--help`). The target: >= 90 % test accuracy for GraphSAGE. On a
-//! terminal, the mini-batches of each epoch, the test batches and the GCN steps show a progress
-//! bar (`examples/progress`); elsewhere (a log, a pipe) a line per epoch and per GCN step.
+//! terminal, building the graph (its four passes over the nodes, then the CSR matrices), the
+//! mini-batches of each epoch, the test batches and the GCN steps show a progress bar
+//! (`examples/progress`); elsewhere (a log, a pipe) a line per pass, per epoch and per GCN step.
 
 #[path = "memory/mod.rs"]
 mod memory;
@@ -81,9 +82,9 @@ struct Sage {
 
 impl Sage {
     /// Logits of the seeds of a sample (`x`: the features of its `n_id`).
-    fn forward(&self, blocks: &[sparsegrad::nn::Block], x: Tensor<2>) -> Tensor<2> {
-        let h = relu(self.l0.forward(&blocks[0].adj, x));
-        self.l1.forward(&blocks[1].adj, h)
+    fn forward(&self, x: Tensor<2>, blocks: &[sparsegrad::nn::Block]) -> Tensor<2> {
+        let h = relu(self.l0.forward(x, &blocks[0].adj));
+        self.l1.forward(h, &blocks[1].adj)
     }
 }
 
@@ -148,7 +149,7 @@ fn main() {
             let sample =
                 sampler.sample(seeds, args.seed ^ (epoch << 32) ^ b as u64, &device).expect("seeds in the graph");
             sampled += sample.n_id.len();
-            let logits = model.forward(&sample.blocks, g.gather(&sample.n_id, &device));
+            let logits = model.forward(g.gather(&sample.n_id, &device), &sample.blocks);
             let loss = loss_fn.forward(logits, g.labels(seeds, &device));
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             model = optim.step(0.01, model, grads);
@@ -162,7 +163,7 @@ fn main() {
         let bar = progress::Progress::new(test.len().div_ceil(batch) as u64, "GraphSAGE test batches");
         for (b, seeds) in test.chunks(batch).enumerate() {
             let sample = sampler.sample(seeds, !args.seed ^ b as u64, &plain).expect("seeds in the graph");
-            right += correct(valid.forward(&sample.blocks, g.gather(&sample.n_id, &plain)), g.labels(seeds, &plain));
+            right += correct(valid.forward(g.gather(&sample.n_id, &plain), &sample.blocks), g.labels(seeds, &plain));
             bar.step(b as u64 + 1, String::new);
         }
         bar.finish();
@@ -200,7 +201,7 @@ fn main() {
         let bar = progress::Progress::new(args.gcn_steps, "full-batch GCN step");
         for step in 0..args.gcn_steps {
             let t = Instant::now();
-            let logits = gcn.forward(&adj, x.clone()).select(0, train_ids.clone());
+            let logits = gcn.forward(x.clone(), &adj).select(0, train_ids.clone());
             let loss = loss_fn.forward(logits, labels.clone());
             let grads = GradientsParams::from_grads(loss.backward(), &gcn);
             gcn = optim.step(0.01, gcn, grads);

@@ -11,9 +11,9 @@
 //! `cargo run --release --example sparse_mlp_mnist [-- --epochs N] [--variants dense,semi24,sparse90]
 //! [--hidden 300,100] [--batch 128] [--lr 0.003] [--seed 0] [--png PATH]` (`--help`)
 //! Ends with a table: test accuracy, parameter memory (bytes stored: values, indices, biases)
-//! and training time per epoch of each variant, and writes the training loss and test accuracy
-//! of every variant per epoch as a PNG (default `docs/img/sparse_mlp_mnist_curves.png` in the
-//! checkout, the figure the README shows).
+//! and training time per epoch of each variant; with `--png PATH`, writes the training loss and
+//! test accuracy of every variant per epoch there as a PNG (the README's figure is
+//! `--png docs/img/sparse_mlp_mnist_curves.png`).
 //!
 //! A variant is a [`Variant`] (its name and how it builds a hidden layer) and a [`Hidden`] arm
 //! (its forward pass and stored bytes).
@@ -57,9 +57,9 @@ struct Args {
     /// Seed of the initialisation, the sparse patterns and the batch order.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Where to write the curves of every variant (PNG).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/img/sparse_mlp_mnist_curves.png"))]
-    png: PathBuf,
+    /// Where to write the curves of every variant (PNG; none without it).
+    #[arg(long)]
+    png: Option<PathBuf>,
 }
 
 /// A finite number above zero.
@@ -295,25 +295,30 @@ fn main() {
     );
     let outcomes: Vec<(Variant, Outcome)> = args.variants.iter().map(|&v| (v, train(v, &data, &o))).collect();
 
-    let panels = [
-        plot::Panel {
-            caption: "Training loss (mean over the epoch)",
-            y_label: "cross-entropy",
-            series: outcomes.iter().map(|(v, r)| plot::Series { name: v.name(), values: &r.loss }).collect(),
-        },
-        plot::Panel {
-            caption: "Test accuracy",
-            y_label: "accuracy",
-            series: outcomes.iter().map(|(v, r)| plot::Series { name: v.name(), values: &r.test_accuracy }).collect(),
-        },
-    ];
-    let title = format!(
-        "MLP {}-10 on MNIST: dense and sparse hidden layers",
-        o.sizes.iter().map(usize::to_string).collect::<Vec<_>>().join("-")
-    );
-    match plot::curves(&args.png, &title, &panels, (1000, 420)) {
-        Ok(()) => println!("curves: {}", args.png.display()),
-        Err(e) => eprintln!("could not write {}: {e}", args.png.display()),
+    if let Some(path) = &args.png {
+        let panels = [
+            plot::Panel {
+                caption: "Training loss (mean over the epoch)",
+                y_label: "cross-entropy",
+                series: outcomes.iter().map(|(v, r)| plot::Series { name: v.name(), values: &r.loss }).collect(),
+            },
+            plot::Panel {
+                caption: "Test accuracy",
+                y_label: "accuracy",
+                series: outcomes
+                    .iter()
+                    .map(|(v, r)| plot::Series { name: v.name(), values: &r.test_accuracy })
+                    .collect(),
+            },
+        ];
+        let title = format!(
+            "MLP {}-10 on MNIST: dense and sparse hidden layers",
+            o.sizes.iter().map(usize::to_string).collect::<Vec<_>>().join("-")
+        );
+        match plot::curves(path, &title, &panels, (1000, 420)) {
+            Ok(()) => println!("curves: {}", path.display()),
+            Err(e) => eprintln!("could not write {}: {e}", path.display()),
+        }
     }
 
     let dense_memory = outcomes.iter().find(|(v, _)| *v == Variant::Dense).map(|(_, r)| r.memory);

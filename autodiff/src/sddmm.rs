@@ -30,6 +30,11 @@ use std::sync::Arc;
 /// requires), `a` is `[m, d]`, `b` is `[k, d]`, and `transposed` is this pattern's cell (or
 /// empty).
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSddmm` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SparseSddmm: Backend {
     /// `out[j] = a[row j] · b[col j]` for each stored entry: `a [m, d]`, `b [k, d]`, result `[nnz]`.
     ///

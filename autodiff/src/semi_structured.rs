@@ -29,6 +29,11 @@ use sparsegrad_backend::{Result, SparseError};
 
 /// The differentiable semi-structured product.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SemiMatmul` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SemiMatmul: Backend {
     /// `A [rows, cols]` given by kept `values [rows, cols / 2]` and `metadata`, times `x`:
     /// `A · x` (`x [cols, n]`), with `transpose_a` `Aᵀ · x` (`x [rows, n]`); with `transposed`

@@ -30,6 +30,11 @@ use sparsegrad_backend::{Result, SparseError, SparseTensor};
 
 /// The differentiable segment softmax.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSoftmax` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SparseSoftmax: Backend {
     /// Softmax (`log`: log-softmax) of `values [elements, width]` over the segments given by
     /// `offsets` into `order` (empty: storage order), as [`SoftmaxKernels::segment_softmax`].

@@ -27,6 +27,11 @@ use sparsegrad_backend::spgemm::SpgemmKernels;
 /// As [`SpgemmKernels`]: `A [m, k]`, `B [k, n]` and `C [m, n]` are valid CSR patterns (`C`'s
 /// rows sorted), with one value per entry in `a_values` and `b_values`.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSpgemm` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SparseSpgemm: Backend {
     /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
     ///

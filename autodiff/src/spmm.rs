@@ -38,6 +38,11 @@ use std::sync::Arc;
 /// (`crow` from 0 to nnz, non-decreasing; every column in `0..k`), the dense operand has the
 /// shape the method states, and `transposed` is this pattern's cell (or empty).
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSpmm` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SparseSpmm: Backend {
     /// `A · X` (`transpose = false`, `A` the pattern `[m, k]`, `X [k, n]`, result `[m, n]`) or
     /// `Aᵀ · X` (`transpose = true`, `X [m, n]`, result `[k, n]`); `values [nnz]`. With

@@ -29,6 +29,11 @@ use sparsegrad_backend::spmm_reduce::SpmmReduceKernels;
 /// As [`SpmmReduceKernels`]: `crow [m + 1]` and `col [nnz]` form a valid CSR pattern `[m, k]`
 /// with `k` the rows of `x [k, n]`, and `values [nnz]`.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSpmmReduce` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SparseSpmmReduce: Backend {
     /// The extremes `[m, n]` (`max`, else min) of `a[i, j] · x[j, c]` over each row's entries.
     ///

@@ -34,6 +34,11 @@ use sparsegrad_backend::{Result, SparseError};
 
 /// The differentiable straight-through 2:4 product.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SrsteMatmul` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SrsteMatmul: Backend {
     /// `x · W̃ᵀ` for `x [n, cols]`, `W̃` the entries of `weight [rows, cols]` at the kept
     /// columns `kept [rows, cols / 2]` that the 2:4 `metadata` describes. Gradients: `x` gets

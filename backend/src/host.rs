@@ -168,6 +168,11 @@ fn with_float_data(data: &TensorData, f: &mut dyn FnMut(FloatSlice<'_>)) -> usiz
 
 /// Borrowing host views of tensor storage, the one door through which index algebra reaches data.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`HostAccess` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait HostAccess: Backend {
     /// Calls `f` with the elements of an Int tensor in row-major order.
     fn with_int_slice(tensor: IntTensor<Self>, f: &mut dyn FnMut(IntSlice<'_>)) -> usize {

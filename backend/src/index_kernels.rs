@@ -20,6 +20,11 @@ use burn::tensor::{DType, Int, IntDType, Tensor};
 
 /// Index algebra on the indices' device.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`IndexKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait IndexKernels: Backend {
     /// The linear key of each entry of the valid COO indices `[sizes.len(), n]` over `sizes`
     /// (row-major; their product fits i64): `[n]`, i32 where every key fits, else i64.

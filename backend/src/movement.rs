@@ -21,6 +21,11 @@ use rayon::prelude::*;
 
 /// Row gather and scatter-add on `[rows, width]` value tensors.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`RowMovement` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait RowMovement: Backend {
     /// `out[k] = values[ids[k]]`: `[ids.len(), width]`.
     fn gather_rows(values: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {

@@ -23,6 +23,11 @@ use sparsegrad_kernels::sddmm::{sddmm, sddmm_bt};
 /// As [`crate::spmm::SpmmKernels`]: `crow [m + 1]` and `col [nnz]` form a valid pattern over
 /// `k = b.shape()[0]` columns, `a` is `[m, d]` and `b` is `[k, d]`.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SddmmKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SddmmKernels: Backend {
     /// `out[j] = a[row j] · b[col j]` for every stored entry: `a [m, d]`, `b [k, d]`.
     ///

@@ -36,6 +36,11 @@ use sparsegrad_kernels::semi_narrow::{semi_mm_narrow_16, semi_mm_narrow_bf16, NA
 /// Products with a semi-structured matrix `A [rows, cols]` given as kept values
 /// `[rows, cols / 2]` and `i16` metadata words `[rows, ceil(cols / 16)]`.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SemiKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SemiKernels: SpmmKernels + SddmmKernels {
     /// `A · B` (`B [cols, n]`, result `[rows, n]`), or with `transposed` `B · Aᵀ`
     /// (`B [n, cols]`, result `[n, rows]`: a linear layer's product).

@@ -38,6 +38,11 @@ pub use sparsegrad_kernels::softmax::{segment_softmax, segment_softmax_backward,
 /// identity permutation would cost a pass over every element). Each of the `width` columns is
 /// normalised on its own. Outputs are in the input's element order.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SoftmaxKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SoftmaxKernels: Backend {
     /// `y = softmax(x)` per segment, or `log_softmax(x)` when `log`.
     fn segment_softmax(

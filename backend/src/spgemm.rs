@@ -83,6 +83,11 @@ macro_rules! with_three {
 /// backend computes the same values; the Cube kernels find columns by bisection, so on
 /// unsorted rows they may miss entries (wrong values, never an access outside the operands).
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SpgemmKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SpgemmKernels: Backend {
     /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
     ///

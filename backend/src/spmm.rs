@@ -42,6 +42,11 @@ use std::sync::{Arc, Weak};
 /// The dense operands must have the shapes the methods state, and a `transposed` cell must be
 /// this pattern's (or empty).
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SpmmKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SpmmKernels: Backend {
     /// `A · X`: `A` `[m, k]` in CSR (`crow [m + 1]`, `col [nnz]`, `values [nnz]`), `X [k, n]`.
     /// `cell` is the pattern's (or empty): where a backend keeps what it derives from the pattern

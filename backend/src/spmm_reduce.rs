@@ -30,6 +30,11 @@ use sparsegrad_kernels::spmm_reduce::{spmm_arg_extreme, spmm_arg_extreme_backwar
 /// Every method takes a CSR pattern `A [m, k]` as `crow [m + 1]` and `col [nnz]`, valid as
 /// `CsrPattern::new` checks it, with `k` the rows of `x`; `values [nnz]`, `x [k, n]`.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SpmmReduceKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
 pub trait SpmmReduceKernels: Backend {
     /// The extremes of `a[i, j] · x[j, c]` over each row's entries (`max`, else min) `[m, n]`,
     /// and the winning entries' positions `[m, n]` (int64; `nnz` for an empty row, whose

@@ -52,6 +52,26 @@ impl Trust {
 }
 
 /// A sparse tensor of rank `D` (batch + sparse + dense dims, as burn's `Tensor<D>`).
+///
+/// Made by the checked constructors (`coo`, `csr`, `csc`, `bsr`, `bsc`, `compressed`, and from
+/// plain vectors `coo_from_vecs`, `csr_from_vecs`) or from a dense tensor (`ToSparse`); its
+/// values are a burn tensor, so gradients reach them through every conversion and product.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::Device;
+/// use sparsegrad_backend::{Layout, SparseTensor};
+///
+/// let device = Device::flex();
+/// // [[0, 0, 3], [4, 0, 5]] from its coordinates and values.
+/// let s = SparseTensor::coo_from_vecs(vec![[0, 2], [1, 0], [1, 2]], vec![3.0f32, 4.0, 5.0], [2, 3], &device)?;
+/// assert_eq!((s.layout(), s.nnz(), s.shape()), (Layout::Coo, 3, [2, 3]));
+/// let csr = s.to_sparse_csr()?;
+/// assert_eq!(csr.crow_indices::<1>()?.into_data().to_vec::<i64>().unwrap(), vec![0, 1, 3]);
+/// assert_eq!(csr.to_dense().into_data().to_vec::<f32>().unwrap(), vec![0.0, 0.0, 3.0, 4.0, 0.0, 5.0]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct SparseTensor<const D: usize> {
     pub(crate) layout: Layout,

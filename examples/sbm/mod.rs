@@ -1,6 +1,8 @@
 //! The stochastic block model of the `sage_sbm` and `gcn_distributed` examples: communities,
 //! an undirected CSR adjacency and noisy community-dependent features, all built
-//! deterministically from a seed (`sage_sbm`'s docs describe the model).
+//! deterministically from a seed (`sage_sbm`'s docs describe the model). Building a graph of
+//! millions of nodes takes a while: a progress bar follows its passes (`super::progress`, which
+//! every example that includes this module includes too).
 
 #![allow(dead_code)]
 
@@ -80,8 +82,17 @@ impl Sbm {
         }
         // Each node draws degree / 2 edges; both directions are stored.
         let draws = (a.degree / 2) as usize;
+        // Four passes over the nodes: the draws, placing both directions, sorting the rows, the
+        // features.
+        let bar = super::progress::Progress::new(4 * n as u64, "building the graph");
+        let tick = |pass: u64, u: usize, what: &'static str| {
+            if u.is_multiple_of(1 << 16) {
+                bar.step(pass * n as u64 + u as u64, || what.to_string());
+            }
+        };
         let mut ends = Vec::with_capacity(n * draws);
         for u in 0..n {
+            tick(0, u, "drawing edges");
             for _ in 0..draws {
                 let v = if rng.unit() < a.p_in {
                     let m = &members[community[u]];
@@ -92,6 +103,7 @@ impl Sbm {
                 ends.push(v);
             }
         }
+        bar.epoch(n as u64, || format!("{} edges drawn", ends.len()));
         // Counting sort into rows: u's draws and, reversed, every draw that reaches u.
         let mut count = vec![0usize; n + 1];
         for u in 0..n {
@@ -106,6 +118,7 @@ impl Sbm {
         let mut next = count.clone();
         let mut col = vec![0u32; count[n]];
         for u in 0..n {
+            tick(1, u, "placing both directions");
             for &v in &ends[u * draws..(u + 1) * draws] {
                 col[next[u]] = v;
                 next[u] += 1;
@@ -114,10 +127,12 @@ impl Sbm {
             }
         }
         drop(ends);
+        bar.epoch(2 * n as u64, || "rows filled".to_string());
         // Sorted rows, loops and repeats dropped, compacted in place.
         let mut crow = vec![0usize; n + 1];
         let mut kept = 0;
         for u in 0..n {
+            tick(2, u, "sorting rows");
             let row = &mut col[count[u]..count[u + 1]];
             row.sort_unstable();
             let mut last = None;
@@ -133,10 +148,18 @@ impl Sbm {
         }
         col.truncate(kept);
         col.shrink_to_fit();
+        bar.epoch(3 * n as u64, || format!("rows sorted, {kept} entries"));
         let means: Vec<f64> = (0..COMMUNITIES * FEATURES).map(|_| rng.normal()).collect();
         let features = (0..n * FEATURES)
-            .map(|k| (means[community[k / FEATURES] * FEATURES + k % FEATURES] + a.sigma * rng.normal()) as f32)
+            .map(|k| {
+                if k.is_multiple_of(FEATURES) {
+                    tick(3, k / FEATURES, "drawing features");
+                }
+                (means[community[k / FEATURES] * FEATURES + k % FEATURES] + a.sigma * rng.normal()) as f32
+            })
             .collect();
+        bar.epoch(4 * n as u64, || "features drawn".to_string());
+        bar.finish();
         Sbm { community, crow, col, features, means }
     }
 
@@ -158,7 +181,11 @@ impl Sbm {
         let (mut crow, mut col, mut val) =
             (Vec::with_capacity(n + 1), Vec::with_capacity(nnz), Vec::with_capacity(nnz));
         crow.push(0i64);
+        let bar = super::progress::Progress::new(n as u64, if loops { "GCN matrix rows" } else { "adjacency rows" });
         for i in 0..n {
+            if i.is_multiple_of(1 << 16) {
+                bar.step(i as u64, String::new);
+            }
             let row = &self.col[self.crow[i]..self.crow[i + 1]];
             let split = row.partition_point(|&j| (j as usize) < i);
             let mut push = |j: usize| {
@@ -172,6 +199,7 @@ impl Sbm {
             row[split..].iter().for_each(|&j| push(j as usize));
             crow.push(col.len() as i64);
         }
+        bar.finish();
         let crow = Tensor::<1, Int>::from_data(TensorData::new(crow, [n + 1]), (device, DType::I64));
         let col = Tensor::<1, Int>::from_data(TensorData::new(col, [nnz]), (device, DType::I64));
         let val = Tensor::<1>::from_data(TensorData::new(val, [nnz]), device);

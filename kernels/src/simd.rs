@@ -1,7 +1,7 @@
 //! The one place the CPU is asked what it supports ([`isa`], detected once), and the pieces
 //! every vectorised kernel shares: the macerator architecture of the chosen path ([`arch`]),
 //! which kernel bodies written once over `macerator::Simd` run on (AVX-512, AVX2+FMA, NEON or
-//! scalar), the multiply-add they share ([`fmadd`]), the multiversioning macro that compiles a portable kernel
+//! scalar), the multiply-add they share (`fmadd`), the multiversioning macro that compiles a portable kernel
 //! body for AVX-512 and AVX2+FMA and picks the variant at run time, the prefetch of a gathered
 //! row, f32 views of generic slices for the hand-written AVX-512 kernels, and the four-way
 //! horizontal reduction.

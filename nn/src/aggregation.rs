@@ -33,7 +33,7 @@ impl Aggregation {
 
     /// The aggregated messages `[n, d]`: `adj [n, m]` the propagation matrix (`adj[i, j]` the
     /// weight of the edge `j -> i`), `x [m, d]` the sources' features.
-    pub fn aggregate(self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn aggregate(self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         mm_reduce(adj, x, self.reduce())
     }
 }

@@ -24,6 +24,21 @@ pub struct AppnpPropagationConfig {
 }
 
 /// APPNP's propagation; no parameters.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::{gcn_norm, AppnpPropagationConfig};
+///
+/// let device = Device::flex();
+/// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
+/// let appnp = AppnpPropagationConfig::new(10, 0.1).init();
+/// let h = Tensor::<2>::from_floats([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]], &device);
+/// // K = 10 steps of `(1 - alpha) Â h + alpha h_0`, the predictions of another model smoothed.
+/// assert_eq!(appnp.forward(h, &adj).dims(), [3, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct AppnpPropagation {
     /// Propagation steps.
@@ -46,7 +61,7 @@ impl AppnpPropagationConfig {
 
 impl AppnpPropagation {
     /// `K` steps on `x [n, d]` over the normalised adjacency `adj [n, n]`.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         let teleport = x.clone() * self.alpha;
         let mut h = x;
         for _ in 0..self.k {

@@ -20,6 +20,22 @@ use sparsegrad_backend::SparseTensor;
 /// # Panics
 ///
 /// If `p` is not in `[0, 1)` (as burn's `DropoutConfig::init`).
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::Device;
+/// use sparsegrad_backend::SparseTensor;
+/// use sparsegrad_nn::sparse_dropout;
+///
+/// let device = Device::flex();
+/// let s = SparseTensor::csr_from_vecs(vec![0, 2, 3], vec![0, 1, 1], vec![1.0f32; 3], [2, 2], &device)?;
+/// let dropped = sparse_dropout(&s, 0.5);
+/// assert_eq!(dropped.nnz(), 3); // the pattern stays; each value is 0 or 2
+/// let v = dropped.values::<1>()?.into_data().to_vec::<f32>().unwrap();
+/// assert!(v.iter().all(|&x| x == 0.0 || x == 2.0));
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 pub fn sparse_dropout<const D: usize>(s: &SparseTensor<D>, p: f64) -> SparseTensor<D> {
     assert!(p.is_finite() && (0.0..1.0).contains(&p), "dropout probability {p} must be in [0, 1)");
     if p == 0.0 {

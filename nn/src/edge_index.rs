@@ -226,6 +226,24 @@ impl Default for GcnNormOptions {
 /// degree is 0). Directed graphs keep their direction (the degree is the in-degree); weighted
 /// edges work, and the weights stay differentiable. Returns the edges and their normalised
 /// weights; [`to_propagation_matrix`] makes the matrix `GcnConv` multiplies.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+/// use sparsegrad_nn::{gcn_norm, gcn_norm_edge_index, to_propagation_matrix, to_undirected, GcnNormOptions};
+///
+/// let device = Device::flex();
+/// let edge_index = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 1, 1, 2], [2, 2]), (&device, DType::I64));
+/// let (both, _) = to_undirected(&edge_index, None, 3)?;
+/// let (edges, weights) = gcn_norm_edge_index(&both, None, 3, GcnNormOptions::default())?;
+/// assert_eq!(weights.dims(), [7]); // 4 directed edges and 3 self loops
+/// // The matrix GcnConv multiplies: the same as `gcn_norm` of the undirected edges.
+/// let p = to_propagation_matrix(&edges, Some(&weights), 3)?;
+/// let expected = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
+/// p.to_dense().into_data().assert_approx_eq::<f32>(&expected.to_dense().into_data(), Default::default());
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 pub fn gcn_norm_edge_index(
     edge_index: &Tensor<2, Int>,
     edge_weight: Option<&Tensor<1>>,

@@ -50,6 +50,24 @@ pub struct GatConvConfig {
 }
 
 /// A multi-head graph attention layer.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::{gcn_norm, GatConvConfig};
+///
+/// let device = Device::flex();
+/// // Only the pattern is read: every node attends to its neighbours and itself.
+/// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
+/// let conv = GatConvConfig::new(4, 8).with_heads(2).init(&device);
+/// let (y, attention) = conv.forward_with_attention(Tensor::<2>::ones([3, 4], &device), &adj);
+/// assert_eq!(y.dims(), [3, 16]); // the two heads concatenated
+/// // Each head's coefficients sum to 1 over a node's neighbours.
+/// let rows = attention[0].to_dense().sum_dim(1).into_data().to_vec::<f32>().unwrap();
+/// assert!(rows.iter().all(|r| (r - 1.0).abs() < 1e-5));
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct GatConv {
     /// `[d_input, heads * d_output]`, Glorot-uniform.
@@ -119,12 +137,12 @@ impl GatConv {
 
     /// The layer on dense features `x [n, d_input]` over `adj`'s pattern (its values are not
     /// used; include self loops in it): node `i` attends over the columns of row `i`.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         self.aggregate(adj, x.matmul(self.weight.val()), false).0
     }
 
     /// [`GatConv::forward`] for sparse features.
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+    pub fn forward_sparse(&self, x: &SparseTensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         self.aggregate(adj, mm(x, self.weight.val()), false).0
     }
 
@@ -132,7 +150,7 @@ impl GatConv {
     /// `return_attention_weights=True`): per head a sparse tensor on `adj`'s pattern whose row
     /// `i` holds node `i`'s weights over its neighbours (summing to 1, or the dropped-out
     /// coefficients the output used while training), differentiable like the output.
-    pub fn forward_with_attention(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> (Tensor<2>, Vec<SparseTensor<2>>) {
+    pub fn forward_with_attention(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> (Tensor<2>, Vec<SparseTensor<2>>) {
         self.aggregate(adj, x.matmul(self.weight.val()), true)
     }
 

@@ -45,7 +45,7 @@ pub struct GcnConvConfig {
 /// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
 /// let conv = GcnConvConfig::new(4, 2).with_bias(false).init(&device);
 /// let x = Tensor::<2>::ones([3, 4], &device);
-/// let y = conv.forward(&adj, x.clone());
+/// let y = conv.forward(x.clone(), &adj);
 /// // The same product with the normalised adjacency made dense.
 /// let expected = adj.to_dense().matmul(x.matmul(conv.weight.val()));
 /// y.into_data().assert_approx_eq::<f32>(&expected.into_data(), burn::tensor::Tolerance::default());
@@ -95,12 +95,12 @@ impl GcnConv {
 
     /// `Â (X W) + b` for dense node features `x [n, d_input]`, `adj` the propagation matrix
     /// (from [`gcn_norm`] or [`GcnConv::propagation`]).
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         self.add_bias(mm(adj, x.matmul(self.weight.val())))
     }
 
     /// `Â (X W) + b` for sparse node features `x [n, d_input]` (`X W` is a sparse @ dense product).
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+    pub fn forward_sparse(&self, x: &SparseTensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         self.add_bias(mm(adj, mm(x, self.weight.val())))
     }
 
@@ -132,7 +132,7 @@ impl GcnConv {
         edge_weight: Option<&Tensor<1>>,
     ) -> sparsegrad_backend::Result<Tensor<2>> {
         let adj = self.propagation(edge_index, edge_weight, x.dims()[0])?;
-        Ok(self.forward(&adj, x))
+        Ok(self.forward(x, &adj))
     }
 }
 

@@ -58,6 +58,19 @@ impl GinNetwork for GinMlp {
 }
 
 /// A GIN layer with the network `M` (the config's [`GinMlp`] by default).
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::{gcn_norm, GinConvConfig};
+///
+/// let device = Device::flex();
+/// let adj = gcn_norm(&[(0, 1), (1, 2)], 3, &device)?;
+/// let conv = GinConvConfig::new(4, 8, 2).with_train_eps(true).init(&device);
+/// assert_eq!(conv.forward(Tensor::<2>::ones([3, 4], &device), &adj).dims(), [3, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct GinConv<M: GinNetwork = GinMlp> {
     /// The network applied to the aggregated features.
@@ -88,7 +101,7 @@ impl<M: GinNetwork> GinConv<M> {
     }
 
     /// `(1 + eps) · x_i + sum_{j -> i} adj[i, j] · x_j`: the MLP's input.
-    pub fn aggregate(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn aggregate(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         let own = targets(adj, x.clone());
         let root = match &self.eps_param {
             Some(eps) => own * (eps.val().cast(x.dtype()) + 1.0).unsqueeze::<2>(),
@@ -99,7 +112,7 @@ impl<M: GinNetwork> GinConv<M> {
 
     /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
     /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        self.mlp.forward(self.aggregate(adj, x))
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
+        self.mlp.forward(self.aggregate(x, adj))
     }
 }

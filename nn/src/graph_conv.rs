@@ -26,6 +26,21 @@ pub struct GraphConvConfig {
 }
 
 /// A `GraphConv` layer.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+/// use sparsegrad_nn::{to_propagation_matrix, GraphConvConfig};
+///
+/// let device = Device::flex();
+/// let edge_index = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 1, 1, 2], [2, 2]), (&device, DType::I64));
+/// let weights = Tensor::<1>::from_floats([0.5, 2.0], &device); // one per edge
+/// let adj = to_propagation_matrix(&edge_index, Some(&weights), 3)?;
+/// let conv = GraphConvConfig::new(4, 2).init(&device);
+/// assert_eq!(conv.forward(Tensor::<2>::ones([3, 4], &device), &adj).dims(), [3, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct GraphConv {
     /// The aggregated messages' transform `W_rel` (with the bias).
@@ -51,7 +66,7 @@ impl GraphConvConfig {
 impl GraphConv {
     /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
     /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        self.lin_rel.forward(self.aggr.aggregate(adj, x.clone())) + self.lin_root.forward(targets(adj, x))
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
+        self.lin_rel.forward(self.aggr.aggregate(x.clone(), adj)) + self.lin_root.forward(targets(adj, x))
     }
 }

@@ -31,7 +31,7 @@
 //!   activations ([`WandaCalibration`]): masks ([`wanda_mask`], [`wanda_mask_n_m`]) and layers
 //!   ([`SparseLinear::from_linear_wanda`], [`wanda_semi_structured`]).
 //! - `prune`: magnitude pruning of dense weights, N:M along rows ([`prune_2_4`], [`prune_n_m`])
-//!   and unstructured to a density ([`prune_magnitude`], straight to CSR with
+//!   and unstructured to a sparsity, the fraction of zeros ([`prune_magnitude`], straight to CSR with
 //!   [`prune_magnitude_csr`]).
 //! - `dropout`: dropout on the stored values of sparse tensors ([`SparseDropout`], burn's
 //!   `Dropout` on the values; [`sparse_dropout`]), masks from burn's device generator.

@@ -69,7 +69,7 @@ pub struct GcnConfig {
 /// let device = Device::flex();
 /// let adj = gcn_norm(&[(0, 1), (1, 2), (2, 3)], 4, &device)?;
 /// let model = GcnConfig::new(5, 3).init(&device)?;
-/// let logits = model.forward(&adj, Tensor::<2>::ones([4, 5], &device));
+/// let logits = model.forward(Tensor::<2>::ones([4, 5], &device), &adj);
 /// assert_eq!(logits.dims(), [4, 3]);
 /// # Ok::<(), sparsegrad_backend::SparseError>(())
 /// ```
@@ -104,21 +104,21 @@ impl GcnConfig {
 
 impl Gcn {
     /// Logits `[nodes, d_output]` for dense features `x [nodes, d_input]`.
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         let first = &self.layers[0];
-        self.rest(adj, first.forward(adj, self.dropout.forward(x)))
+        self.rest(adj, first.forward(self.dropout.forward(x), adj))
     }
 
     /// Logits for sparse features (dropout on their stored values; `X W_0` a sparse product).
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+    pub fn forward_sparse(&self, x: &SparseTensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         let first = &self.layers[0];
-        self.rest(adj, first.forward_sparse(adj, &self.input_dropout.forward(x)))
+        self.rest(adj, first.forward_sparse(&self.input_dropout.forward(x), adj))
     }
 
     /// The layers after the first, given the first's output.
     fn rest(&self, adj: &SparseTensor<2>, mut h: Tensor<2>) -> Tensor<2> {
         for layer in &self.layers[1..] {
-            h = layer.forward(adj, self.dropout.forward(relu(h)));
+            h = layer.forward(self.dropout.forward(relu(h)), adj);
         }
         h
     }
@@ -202,19 +202,19 @@ impl GatConfig {
 impl Gat {
     /// Logits `[nodes, d_output]` for dense features `x [nodes, d_input]` over `adj`'s pattern
     /// (with self loops: [`GatConv::propagation_pattern`] or `adjacency_with_self_loops`).
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        self.rest(adj, self.layers[0].forward(adj, self.dropout.forward(x)))
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
+        self.rest(adj, self.layers[0].forward(self.dropout.forward(x), adj))
     }
 
     /// Logits for sparse features (dropout on their stored values).
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> Tensor<2> {
+    pub fn forward_sparse(&self, x: &SparseTensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
         let first = &self.layers[0];
-        self.rest(adj, first.forward_sparse(adj, &self.input_dropout.forward(x)))
+        self.rest(adj, first.forward_sparse(&self.input_dropout.forward(x), adj))
     }
 
     fn rest(&self, adj: &SparseTensor<2>, mut h: Tensor<2>) -> Tensor<2> {
         for layer in &self.layers[1..] {
-            h = layer.forward(adj, self.dropout.forward(elu(h, 1.0)));
+            h = layer.forward(self.dropout.forward(elu(h, 1.0)), adj);
         }
         h
     }

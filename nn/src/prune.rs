@@ -3,8 +3,9 @@
 //! - N:M along rows ([`prune_n_m`], [`prune_2_4`], [`n_m_mask`]): in every group of `m`
 //!   consecutive elements of a row the `n` of largest magnitude are kept, the rest zeroed. This
 //!   is the pattern semi-structured kernels compress (2:4, or 1:2 for f32 as torch does).
-//! - Unstructured top-k ([`prune_magnitude`], [`magnitude_mask`], [`prune_magnitude_csr`]): the
-//!   `round(density * numel)` elements of largest magnitude are kept.
+//! - Unstructured top-k ([`prune_magnitude`], [`magnitude_mask`], [`prune_magnitude_csr`]), to a
+//!   *sparsity* (the fraction of zeros, as everywhere in this crate): the `round(sparsity * numel)`
+//!   elements of smallest magnitude are zeroed, the other `numel - round(sparsity * numel)` kept.
 //!
 //! Ties are broken by position (the earlier element is kept), so the result never depends on
 //! the sort algorithm; NaN counts as larger than every number (it is kept, where it shows).
@@ -42,6 +43,15 @@ pub(crate) fn kept_count(numel: usize, density: f64, operation: &'static str) ->
         return Err(invalid(operation, format!("density {density} is not in [0, 1]")));
     }
     Ok(((density * numel as f64).round() as usize).min(numel))
+}
+
+/// The number of elements a sparsity keeps: `numel - round(sparsity * numel)`. Errors unless
+/// `sparsity` is in `[0, 1]`.
+pub(crate) fn kept_at_sparsity(numel: usize, sparsity: f64, operation: &'static str) -> Result<usize> {
+    if !(0.0..=1.0).contains(&sparsity) {
+        return Err(invalid(operation, format!("sparsity {sparsity} is not in [0, 1]")));
+    }
+    Ok(numel - ((sparsity * numel as f64).round() as usize).min(numel))
 }
 
 /// Row-major positions of the `k` largest magnitudes, ascending.
@@ -120,30 +130,64 @@ pub fn prune_2_4(weight: Tensor<2>) -> Result<Tensor<2>> {
     prune_n_m(weight, 2, 4)
 }
 
-/// The unstructured keep mask of `weight`: true at its `round(density * numel)` largest
-/// magnitudes. Errors unless `density` is in `[0, 1]`.
-pub fn magnitude_mask(weight: &Tensor<2>, density: f64) -> Result<Tensor<2, Bool>> {
+/// The unstructured keep mask of `weight` at `sparsity` (the fraction of zeros): true at its
+/// `numel - round(sparsity * numel)` largest magnitudes. Errors unless `sparsity` is in `[0, 1]`.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::magnitude_mask;
+///
+/// let w = Tensor::<2>::from_floats([[0.1, -5.0], [3.0, 0.2]], &Device::flex());
+/// let keep = magnitude_mask(&w, 0.5).unwrap(); // half of the entries zeroed
+/// assert_eq!(keep.into_data().to_vec::<bool>().unwrap(), vec![false, true, true, false]);
+/// ```
+pub fn magnitude_mask(weight: &Tensor<2>, sparsity: f64) -> Result<Tensor<2, Bool>> {
     let shape = weight.dims();
-    let k = kept_count(shape[0] * shape[1], density, "magnitude_mask")?;
+    let k = kept_at_sparsity(shape[0] * shape[1], sparsity, "magnitude_mask")?;
     Ok(mask_of(&top_k_positions(&magnitudes(weight), k), shape, &weight.device()))
 }
 
-/// Unstructured magnitude pruning: `weight` with all but its `round(density * numel)` largest
-/// magnitudes zeroed. Errors unless `density` is in `[0, 1]`.
-pub fn prune_magnitude(weight: Tensor<2>, density: f64) -> Result<Tensor<2>> {
+/// Unstructured magnitude pruning to `sparsity` (the fraction of zeros): `weight` with its
+/// `round(sparsity * numel)` smallest magnitudes zeroed, so `0.9` keeps 10 % of the elements.
+/// Errors unless `sparsity` is in `[0, 1]`.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::prune_magnitude;
+///
+/// let w = Tensor::<2>::from_floats([[0.1, -5.0, 3.0], [2.0, -0.2, 4.0]], &Device::flex());
+/// let pruned = prune_magnitude(w, 2.0 / 3.0).unwrap(); // 4 of 6 zeroed, the 2 largest kept
+/// assert_eq!(pruned.into_data().to_vec::<f32>().unwrap(), vec![0.0, -5.0, 0.0, 0.0, 0.0, 4.0]);
+/// ```
+pub fn prune_magnitude(weight: Tensor<2>, sparsity: f64) -> Result<Tensor<2>> {
     let shape = weight.dims();
-    let k = kept_count(shape[0] * shape[1], density, "prune_magnitude")?;
+    let k = kept_at_sparsity(shape[0] * shape[1], sparsity, "prune_magnitude")?;
     let keep = mask_of(&top_k_positions(&magnitudes(&weight), k), shape, &weight.device());
     Ok(weight.mask_fill(keep.bool_not(), 0.0))
 }
 
-/// Unstructured magnitude pruning straight to CSR (int64 indices, as torch): exactly
-/// `round(density * numel)` stored entries, the largest magnitudes (kept zeros stay stored, so
-/// the count depends only on the shape and the density). The values are gathered from `weight`
-/// by a burn op: gradients reach the kept elements of `weight`.
-pub fn prune_magnitude_csr(weight: &Tensor<2>, density: f64) -> Result<SparseTensor<2>> {
+/// Unstructured magnitude pruning to `sparsity` straight to CSR (int64 indices, as torch):
+/// exactly `numel - round(sparsity * numel)` stored entries, the largest magnitudes (kept zeros
+/// stay stored, so the count depends only on the shape and the sparsity). The values are gathered
+/// from `weight` by a burn op: gradients reach the kept elements of `weight`.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::prune_magnitude_csr;
+///
+/// let w = Tensor::<2>::from_floats([[0.1, -5.0, 3.0], [2.0, -0.2, 4.0]], &Device::flex());
+/// let csr = prune_magnitude_csr(&w, 0.5).unwrap();
+/// assert_eq!(csr.nnz(), 3);
+/// ```
+pub fn prune_magnitude_csr(weight: &Tensor<2>, sparsity: f64) -> Result<SparseTensor<2>> {
     let shape = weight.dims();
-    let k = kept_count(shape[0] * shape[1], density, "prune_magnitude_csr")?;
+    let k = kept_at_sparsity(shape[0] * shape[1], sparsity, "prune_magnitude_csr")?;
     csr_at_positions(weight.clone(), &top_k_positions(&magnitudes(weight), k), DType::I64)
 }
 

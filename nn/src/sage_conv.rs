@@ -35,6 +35,22 @@ pub struct SageConvConfig {
 }
 
 /// A GraphSAGE layer.
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+/// use sparsegrad_nn::{to_propagation_matrix, Aggregation, SageConvConfig};
+///
+/// let device = Device::flex();
+/// // PyG's `edge_index` of the edges 0 -> 1 and 1 -> 2 (sources in row 0, targets in row 1).
+/// let edge_index = Tensor::<2, Int>::from_data(TensorData::new(vec![0i64, 1, 1, 2], [2, 2]), (&device, DType::I64));
+/// let adj = to_propagation_matrix(&edge_index, None, 3)?;
+/// let conv = SageConvConfig::new(4, 2).with_aggr(Aggregation::Max).init(&device);
+/// let y = conv.forward(Tensor::<2>::ones([3, 4], &device), &adj); // PyG's `conv(x, edge_index)` order
+/// assert_eq!(y.dims(), [3, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct SageConv {
     /// The aggregated neighbours' transform `W_l` (with the bias).
@@ -66,8 +82,8 @@ impl SageConv {
     /// The layer on node features `x [n, d_input]` over the propagation matrix `adj [n, n]`,
     /// or a sampled block `adj [dst, n]` whose targets are the first `dst` nodes (`[dst,
     /// d_output]` out).
-    pub fn forward(&self, adj: &SparseTensor<2>, x: Tensor<2>) -> Tensor<2> {
-        let mut out = self.lin_l.forward(self.aggr.aggregate(adj, x.clone()));
+    pub fn forward(&self, x: Tensor<2>, adj: &SparseTensor<2>) -> Tensor<2> {
+        let mut out = self.lin_l.forward(self.aggr.aggregate(x.clone(), adj));
         if let Some(lin_r) = &self.lin_r {
             out = out + lin_r.forward(targets(adj, x));
         }
@@ -83,14 +99,14 @@ impl SageConv {
     /// products (`mm(x, W)`) and the aggregation after, which commutes with them, so nothing
     /// `n x d_input` is dense. Errors for max and min, which do not commute with `W` (densify
     /// the features with `to_dense` for those).
-    pub fn forward_sparse(&self, adj: &SparseTensor<2>, x: &SparseTensor<2>) -> sparsegrad_backend::Result<Tensor<2>> {
+    pub fn forward_sparse(&self, x: &SparseTensor<2>, adj: &SparseTensor<2>) -> sparsegrad_backend::Result<Tensor<2>> {
         if matches!(self.aggr, Aggregation::Max | Aggregation::Min) {
             return Err(invalid(
                 "SageConv::forward_sparse",
                 format!("{:?} aggregation does not commute with the weight; densify the features", self.aggr),
             ));
         }
-        let mut out = self.aggr.aggregate(adj, mm(x, self.lin_l.weight.val()));
+        let mut out = self.aggr.aggregate(mm(x, self.lin_l.weight.val()), adj);
         if let Some(b) = &self.lin_l.bias {
             out = out + b.val().unsqueeze::<2>();
         }

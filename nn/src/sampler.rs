@@ -39,6 +39,25 @@ pub struct SampledSubgraph {
 }
 
 /// A uniform neighbour sampler over a fixed graph (GraphSAGE's fan-outs, e.g. `[15, 10]`).
+///
+/// # Examples
+///
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use sparsegrad_nn::{gcn_norm, NeighborSampler, SageConvConfig};
+///
+/// let device = Device::flex();
+/// let adj = gcn_norm(&[(0, 1), (1, 2), (2, 3)], 4, &device)?;
+/// let sampler = NeighborSampler::new(&adj, vec![2, 2])?; // two hops, at most 2 neighbours each
+/// let batch = sampler.sample(&[1], 7, &device)?; // seed node 1, random seed 7
+/// assert_eq!((batch.n_id[0], batch.blocks.len(), batch.blocks[1].dst), (1, 2, 1));
+/// // Each block is a layer's graph: features of the block's sources in, of its targets out.
+/// let (l1, l2) = (SageConvConfig::new(3, 8).init(&device), SageConvConfig::new(8, 2).init(&device));
+/// let x = Tensor::<2>::ones([batch.n_id.len(), 3], &device);
+/// let h = l1.forward(x, &batch.blocks[0].adj);
+/// assert_eq!(l2.forward(h, &batch.blocks[1].adj).dims(), [1, 2]);
+/// # Ok::<(), sparsegrad_backend::SparseError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct NeighborSampler {
     /// Row pointers of the incoming neighbours of every node.

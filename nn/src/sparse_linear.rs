@@ -26,7 +26,7 @@
 //! the layer's [`PatternMemo`] recognises the index tensors it already checked, so a training
 //! loop does not pay a pass over the pattern at every step.
 
-use crate::prune::{csr_at_positions, csr_indices, kept_count, magnitudes, top_k_positions, try_vec};
+use crate::prune::{csr_at_positions, csr_indices, kept_at_sparsity, kept_count, magnitudes, top_k_positions, try_vec};
 use burn::config::Config;
 use burn::module::{
     Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor, Param, ParamId,
@@ -294,14 +294,28 @@ impl SparseLinear {
         })
     }
 
-    /// Magnitude pruning of a dense layer: the `round(density * d_input * d_output)` weights of
-    /// largest magnitude are kept (ties to the earlier position of `Wᵀ`), the bias is copied.
-    /// Errors on a density outside `[0, 1]`.
-    pub fn from_linear(linear: &Linear, density: f64) -> Checked<Self> {
+    /// Magnitude pruning of a dense layer to `sparsity` (the fraction of zeros): the
+    /// `round(sparsity * d_input * d_output)` weights of smallest magnitude are dropped, the others
+    /// stored (ties to the earlier position of `Wᵀ`), the bias is copied; `0.9` keeps 10 %.
+    /// Errors on a sparsity outside `[0, 1]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use burn::nn::LinearConfig;
+    /// use burn::tensor::{Device, Tensor};
+    /// use sparsegrad_nn::SparseLinear;
+    ///
+    /// let device = Device::flex();
+    /// let layer = SparseLinear::from_linear(&LinearConfig::new(10, 4).init(&device), 0.75).unwrap();
+    /// assert_eq!(layer.nnz(), 10); // a quarter of 40 weights kept
+    /// assert_eq!(layer.forward(Tensor::<2>::ones([2, 10], &device)).dims(), [2, 4]);
+    /// ```
+    pub fn from_linear(linear: &Linear, sparsity: f64) -> Checked<Self> {
         // burn's Linear stores `[d_input, d_output]`; this layer's `W` is its transpose.
         let w = linear.weight.val().detach().transpose();
         let [d_output, d_input] = w.dims();
-        let nnz = kept_count(d_output * d_input, density, "SparseLinear::from_linear")?;
+        let nnz = kept_at_sparsity(d_output * d_input, sparsity, "SparseLinear::from_linear")?;
         let positions = top_k_positions(&magnitudes(&w), nnz);
         let weight = csr_at_positions(w, &positions, index_dtype(d_output, d_input, nnz))?;
         Self::from_weight(&weight, linear.bias.as_ref().map(|b| b.val()))

@@ -7,9 +7,19 @@
 //! `Device::wgpu(DeviceKind::DefaultDevice)`, with and without autodiff.
 //!
 //! **`fusion`.** burn's `fusion` feature (the default of a burn GPU build) wraps the Cube
-//! backend in `Fusion<..>`: whenever burn's `fusion` is on, turn on sparsegrad's `fusion` too,
-//! or sparsegrad does not build (the extension traits miss the fused backend). A burn wgpu user
-//! therefore asks for both:
+//! backend in `Fusion<..>`: whenever burn's `fusion` is on, turn on sparsegrad's `fusion` too.
+//! Cargo features cannot see another crate's, so sparsegrad cannot turn it on for you: the
+//! combination that fails is burn's `fusion` on and sparsegrad's off (sparsegrad's `wgpu` alone
+//! is fine where burn is built without `fusion`, and sparsegrad's `fusion` turns burn's on). The
+//! build of `sparsegrad-backend` then stops at each extension trait with
+//!
+//! ```text
+//! error[E0277]: sparsegrad has no kernels for the backend `Fusion<CubeBackend>` (`HostAccess` is not implemented)
+//!   = note: a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default
+//!           features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, ...
+//! ```
+//!
+//! A burn wgpu user therefore asks for both:
 //!
 //! ```toml
 //! burn = { version = "=0.22.1", default-features = false, features = ["std", "wgpu", "fusion", "autodiff", "extension"] }

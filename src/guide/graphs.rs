@@ -17,10 +17,10 @@
 //! [`to_propagation_matrix`](crate::nn::to_propagation_matrix) (the CSR matrix
 //! `P[target, source]` the layers multiply).
 //!
-//! **Argument order.** The layers take the matrix first and the features second,
-//! `conv.forward(&adj, x)`: the opposite of PyG's `conv(x, edge_index)`. `forward_edge_index(x,
-//! &edge_index, ..)` on `GcnConv` and `GatConv` takes PyG's order and builds the matrix at every
-//! call; keep the matrix for repeated calls.
+//! **Argument order.** As PyG's `conv(x, edge_index)`, every layer and model takes the features
+//! first and the graph second, `conv.forward(x, &adj)` (a sampled block's matrix in place of
+//! `adj`). `forward_edge_index(x, &edge_index, ..)` on `GcnConv` takes PyG's `edge_index` itself
+//! and builds the matrix at every call; keep the matrix for repeated calls.
 //!
 //! ```
 //! use burn::tensor::{DType, Device, Int, Tensor, TensorData};
@@ -35,7 +35,7 @@
 //! let p = to_propagation_matrix(&edges, Some(&weights), 4)?; // P[target, source], CSR
 //! let conv = GcnConvConfig::new(5, 2).init(&device);
 //! let x = Tensor::<2>::ones([4, 5], &device);
-//! let y = conv.forward(&p, x.clone());
+//! let y = conv.forward(x.clone(), &p);
 //! assert_eq!(y.dims(), [4, 2]);
 //! // Max aggregation of the neighbours' features (a SageConv with Aggregation::Max does this).
 //! let m = sparse::mm_reduce(&p, x, sparse::Reduce::Amax);
@@ -77,8 +77,8 @@
 //! let batch = sampler.sample(&[0, 3], 7, &device)?; // two seeds, seeded draw
 //! let (l1, l2) = (SageConvConfig::new(8, 8).init(&device), SageConvConfig::new(8, 3).init(&device));
 //! let x = Tensor::<2>::ones([batch.n_id.len(), 8], &device); // features of the sampled nodes
-//! let h = l1.forward(&batch.blocks[0].adj, x);
-//! let out = l2.forward(&batch.blocks[1].adj, h);
+//! let h = l1.forward(x, &batch.blocks[0].adj);
+//! let out = l2.forward(h, &batch.blocks[1].adj);
 //! assert_eq!(out.dims(), [2, 3]); // one row per seed
 //! # Ok::<(), sparsegrad::SparseError>(())
 //! ```

@@ -8,11 +8,13 @@
 //! ([`semi_structured`](super::semi_structured)). Both save and load through burn records,
 //! checked on load. `nn::prune_n_m` / `prune_2_4` / `prune_magnitude` prune dense weights.
 //!
-//! **Density or sparsity.** Read the argument's name: `prune_magnitude`,
-//! `SparseLinear::from_linear` and `erdos_renyi_densities` take a *density* (the fraction kept),
-//! while `wanda_mask` and [`GradualMagnitudePruning`](crate::nn::sparse_training::GradualMagnitudePruning)
-//! take a *sparsity* (the fraction of zeros): `0.9` keeps 90 % in the first and 10 % in the
-//! second.
+//! **Sparsity, not density.** Every argument that is a fraction of a weight is a *sparsity*, the
+//! fraction of zeros: `prune_magnitude`, `magnitude_mask`, `prune_magnitude_csr`,
+//! `SparseLinear::from_linear`, `wanda_mask`, `SparseLinear::from_linear_wanda` and
+//! [`GradualMagnitudePruning`](crate::nn::sparse_training::GradualMagnitudePruning) all keep
+//! 10 % of the entries at `0.9`. A *density* (the fraction stored) appears only where the name
+//! says so: `SparseLinearConfig::with_density`, `SparseLinear::density`, `density_nnz` and
+//! `erdos_renyi_densities`.
 //!
 //! ## Patterns that change while training
 //!
@@ -29,8 +31,8 @@
 //! use sparsegrad::nn::SparseLinear;
 //!
 //! let device = Device::flex();
-//! // Magnitude pruning of a dense layer, keeping a density of 25 % (128 of 16 x 32 weights).
-//! let layer = SparseLinear::from_linear(&LinearConfig::new(32, 16).init(&device), 0.25)?;
+//! // Magnitude pruning of a dense layer to a sparsity of 75 % (128 of 16 x 32 weights kept).
+//! let layer = SparseLinear::from_linear(&LinearConfig::new(32, 16).init(&device), 0.75)?;
 //! assert_eq!(layer.nnz(), 128);
 //! assert_eq!(layer.forward(Tensor::<2>::ones([4, 32], &device)).dims(), [4, 16]);
 //!

@@ -88,7 +88,7 @@ fn gat_attention_dropout_is_off_under_valid() {
     let x = |device: &Device| Tensor::<2>::from_data(TensorData::new(eye.clone(), [34, 34]), device);
     let out = |t: Tensor<2>| t.into_data().iter::<f32>().collect::<Vec<_>>();
     let adj_ad = adjacency_with_self_loops(&g.edges, g.nodes, &ad).unwrap();
-    let (first, second) = (out(layer.forward(&adj_ad, x(&ad))), out(layer.forward(&adj_ad, x(&ad))));
+    let (first, second) = (out(layer.forward(x(&ad), &adj_ad)), out(layer.forward(x(&ad), &adj_ad)));
     assert_ne!(first, second, "training: a new attention mask at every forward");
 
     // The same parameters without dropout, and the layer under valid(): equal outputs.
@@ -97,7 +97,7 @@ fn gat_attention_dropout_is_off_under_valid() {
     let adj = adjacency_with_self_loops(&g.edges, g.nodes, &plain).unwrap();
     let no_dropout =
         sparsegrad::nn::GatConv { attention_dropout: SparseDropoutConfig::new(0.0).init(), ..valid.clone() };
-    let (a, b) = (out(valid.forward(&adj, x(&plain))), out(no_dropout.forward(&adj, x(&plain))));
+    let (a, b) = (out(valid.forward(x(&plain), &adj)), out(no_dropout.forward(x(&plain), &adj)));
     assert_eq!(a, b, "valid(): no attention dropout");
     assert_ne!(first, a, "training output differs from the evaluation output");
 }
@@ -114,7 +114,7 @@ fn gat_feature_dropout_acts_only_while_training() {
     let x = |device: &Device| Tensor::<2>::from_data(TensorData::new(eye.clone(), [34, 34]), device);
     let out = |t: Tensor<2>| t.into_data().iter::<f32>().collect::<Vec<_>>();
     let adj_ad = adjacency_with_self_loops(&g.edges, g.nodes, &ad).unwrap();
-    let (first, second) = (out(layer.forward(&adj_ad, x(&ad))), out(layer.forward(&adj_ad, x(&ad))));
+    let (first, second) = (out(layer.forward(x(&ad), &adj_ad)), out(layer.forward(x(&ad), &adj_ad)));
     assert_ne!(first, second, "training: a new feature mask at every forward");
 
     let valid = layer.valid();
@@ -122,7 +122,7 @@ fn gat_feature_dropout_acts_only_while_training() {
     let adj = adjacency_with_self_loops(&g.edges, g.nodes, &plain).unwrap();
     let no_dropout =
         sparsegrad::nn::GatConv { feature_dropout: burn::nn::DropoutConfig::new(0.0).init(), ..valid.clone() };
-    let (a, b) = (out(valid.forward(&adj, x(&plain))), out(no_dropout.forward(&adj, x(&plain))));
+    let (a, b) = (out(valid.forward(x(&plain), &adj)), out(no_dropout.forward(x(&plain), &adj)));
     assert_eq!(a, b, "valid(): no feature dropout");
     assert_ne!(first, a, "training output differs from the evaluation output");
 }

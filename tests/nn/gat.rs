@@ -121,12 +121,12 @@ fn forward_matches_dense_attention() {
         &device,
     );
     let xt = f64s(x.clone(), [34, d_in], &device);
-    let got = values(l.forward(&adj, xt.clone()));
+    let got = values(l.forward(xt.clone(), &adj));
     let expected = dense_reference(&g, &x, &w, &src, &dst, d_in, f, heads);
     for (a, e) in got.iter().zip(&expected) {
         assert!((a - e).abs() < 1e-9, "{a} vs {e}");
     }
-    let got_sparse = values(l.forward_sparse(&adj, &xt.to_sparse_csr().unwrap()));
+    let got_sparse = values(l.forward_sparse(&xt.to_sparse_csr().unwrap(), &adj));
     for (a, e) in got_sparse.iter().zip(&expected) {
         assert!((a - e).abs() < 1e-9, "{a} vs {e}");
     }
@@ -138,7 +138,7 @@ fn forward_matches_dense_attention() {
         f64s(dst, [heads, f], &device),
         &device,
     );
-    let got_mean = values(mean_layer.forward(&adj, f64s(x, [34, d_in], &device)));
+    let got_mean = values(mean_layer.forward(f64s(x, [34, d_in], &device), &adj));
     for i in 0..34 {
         for t in 0..f {
             let e = (expected[i * 6 + t] + expected[i * 6 + 3 + t]) / 2.0;
@@ -173,7 +173,7 @@ fn gradcheck_weight_attention_and_features() {
                 v[2].clone().reshape([heads, f]),
                 &dev,
             );
-            l.forward(&adj, v[3].clone().reshape([34, d_in])).tanh().reshape([34 * heads * f])
+            l.forward(v[3].clone().reshape([34, d_in]), &adj).tanh().reshape([34 * heads * f])
         },
         &inputs,
         GradcheckOptions::default(),
@@ -207,7 +207,7 @@ fn short_training_fits_every_node() {
     };
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
-    let forward = |m: &TwoLayer| m.l1.forward(&adj, activation::elu(m.l0.forward_sparse(&adj, &x), 1.0));
+    let forward = |m: &TwoLayer| m.l1.forward(activation::elu(m.l0.forward_sparse(&x, &adj), 1.0), &adj);
     let first = loss_fn.forward(forward(&model), labels.clone()).into_scalar::<f32>();
     for _ in 0..150 {
         let loss = loss_fn.forward(forward(&model), labels.clone());

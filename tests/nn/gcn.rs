@@ -69,7 +69,7 @@ fn forward_matches_dense_formula() {
         ..layer
     };
     let x = features(34, 5, &device);
-    let got = layer.forward(&adj, x.clone()).into_data().iter::<f64>().collect::<Vec<_>>();
+    let got = layer.forward(x.clone(), &adj).into_data().iter::<f64>().collect::<Vec<_>>();
     let expected = (f64s(dense_norm(&g), [34, 34], &device).matmul(x.clone().matmul(w)) + b.unsqueeze::<2>())
         .into_data()
         .iter::<f64>()
@@ -80,7 +80,7 @@ fn forward_matches_dense_formula() {
     }
     // Sparse features give the same result as their dense form.
     let xs = x.clone().to_sparse_csr().unwrap();
-    let got_sparse = layer.forward_sparse(&adj, &xs).into_data().iter::<f64>().collect::<Vec<_>>();
+    let got_sparse = layer.forward_sparse(&xs, &adj).into_data().iter::<f64>().collect::<Vec<_>>();
     for (a, e) in got_sparse.iter().zip(&expected) {
         assert!((a - e).abs() < 1e-6 * e.abs().max(1.0), "{a} vs {e}");
     }
@@ -102,7 +102,7 @@ fn gradcheck_layer_weight_and_features() {
                 weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])),
                 ..GcnConvConfig::new(4, 2).with_bias(false).init(&v[0].device())
             };
-            layer.forward(&adj, v[1].clone().reshape([34, 4])).tanh().reshape([68])
+            layer.forward(v[1].clone().reshape([34, 4]), &adj).tanh().reshape([68])
         },
         &[GradInput::dense("weight", &w), GradInput::dense("features", &x)],
         GradcheckOptions::default(),
@@ -120,7 +120,7 @@ fn gradcheck_layer_weight_and_features() {
                 weight: Param::initialized(ParamId::new(), v[0].clone().reshape([4, 2])),
                 ..GcnConvConfig::new(4, 2).with_bias(false).init(&v[0].device())
             };
-            layer.forward_sparse(&adj, &xs).tanh().reshape([68])
+            layer.forward_sparse(&xs, &adj).tanh().reshape([68])
         },
         &[GradInput::dense("weight", &w), GradInput::sparse("features", &xs)],
         GradcheckOptions::default(),
@@ -156,13 +156,13 @@ fn short_training_fits_every_node() {
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
     let mut first = None;
     for _ in 0..150 {
-        let logits = model.l1.forward(&adj, relu(model.l0.forward_sparse(&adj, &x)));
+        let logits = model.l1.forward(relu(model.l0.forward_sparse(&x, &adj)), &adj);
         let loss = loss_fn.forward(logits, labels.clone());
         first.get_or_insert(loss.clone().into_scalar::<f32>());
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(0.05, model, grads);
     }
-    let logits = model.l1.forward(&adj, relu(model.l0.forward_sparse(&adj, &x)));
+    let logits = model.l1.forward(relu(model.l0.forward_sparse(&x, &adj)), &adj);
     let last = loss_fn.forward(logits.clone(), labels.clone()).into_scalar::<f32>();
     let correct = logits.argmax(1).reshape([34]).equal(labels).int().sum().into_scalar::<i64>();
     assert_eq!(correct, 34, "training accuracy {correct}/34 (loss {} -> {last})", first.unwrap());

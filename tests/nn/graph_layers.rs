@@ -114,20 +114,20 @@ fn sage_conv_matches_dense() {
     let mean = a01.clone().matmul(x.clone()) / deg;
     let root = x.clone().matmul(wr);
     assert_near(
-        sage(Aggregation::Mean, true, &device).forward(&a, x.clone()),
+        sage(Aggregation::Mean, true, &device).forward(x.clone(), &a),
         mean.matmul(wl.clone()) + b.clone() + root.clone(),
         "sage mean",
     );
     let max = dense_max(a01, x.clone());
     assert_near(
-        sage(Aggregation::Max, true, &device).forward(&a, x.clone()),
+        sage(Aggregation::Max, true, &device).forward(x.clone(), &a),
         max.clone().matmul(wl.clone()) + b.clone() + root,
         "sage max",
     );
-    assert_near(sage(Aggregation::Max, false, &device).forward(&a, x.clone()), max.matmul(wl) + b, "sage max no root");
+    assert_near(sage(Aggregation::Max, false, &device).forward(x.clone(), &a), max.matmul(wl) + b, "sage max no root");
     // The config builds the same shapes, and normalize gives unit rows.
     let layer = SageConvConfig::new(3, 4).with_aggr(Aggregation::Max).with_normalize(true).init(&device);
-    let y = layer.forward(&adj32(&device), features(3, &device).cast(DType::F32));
+    let y = layer.forward(features(3, &device).cast(DType::F32), &adj32(&device));
     let norms = values(y.clone().powi_scalar(2).sum_dim(1).sqrt());
     assert!(norms.iter().all(|v| (v - 1.0).abs() < 1e-5), "{norms:?}");
 }
@@ -142,12 +142,12 @@ fn sage_conv_on_sparse_features_matches_dense_features() {
     sparse.push(("uncoalesced", crate::common_ops::uncoalesced::<2, 1>(&sparse[1].1)));
     for (aggr, root) in [(Aggregation::Mean, true), (Aggregation::Sum, true), (Aggregation::Mean, false)] {
         let layer = sage(aggr, root, &device);
-        let expected = layer.forward(&a, x.clone());
+        let expected = layer.forward(x.clone(), &a);
         for (layout, xs) in &sparse {
-            assert_near(layer.forward_sparse(&a, xs).unwrap(), expected.clone(), &format!("{aggr:?} {layout}"));
+            assert_near(layer.forward_sparse(xs, &a).unwrap(), expected.clone(), &format!("{aggr:?} {layout}"));
         }
     }
-    let e = sage(Aggregation::Max, true, &device).forward_sparse(&a, &sparse[0].1).unwrap_err().to_string();
+    let e = sage(Aggregation::Max, true, &device).forward_sparse(&sparse[0].1, &a).unwrap_err().to_string();
     assert!(e.contains("forward_sparse") && e.contains("Max"), "{e}");
 }
 
@@ -171,16 +171,16 @@ fn gin_conv_matches_dense() {
         relu(h.matmul(weight(3, 4, 1, &device)) + bias(4, &device).unsqueeze::<2>()).matmul(weight(4, 2, 2, &device))
             + bias(2, &device).unsqueeze::<2>()
     };
-    assert_near(gin(None, &device).forward(&a, x.clone()), mlp(h.clone()), "gin fixed eps");
+    assert_near(gin(None, &device).forward(x.clone(), &a), mlp(h.clone()), "gin fixed eps");
     let eps = f64s(vec![0.3], [1], &device);
-    assert_near(gin(Some(eps), &device).forward(&a, x.clone()), mlp(h), "gin trainable eps");
+    assert_near(gin(Some(eps), &device).forward(x.clone(), &a), mlp(h), "gin trainable eps");
     let layer = GinConvConfig::new(3, 8, 2).with_train_eps(true).init(&device);
     assert!(layer.eps_param.is_some());
     // Any network: a single linear map.
     let single = GinConv::new(linear(weight(3, 2, 6, &device), None), 0.3, false, &device);
     let h = x.clone() * 1.3 + dense_adj(false, &device).matmul(x.clone());
-    assert_near(single.forward(&a, x.clone()), h.matmul(weight(3, 2, 6, &device)), "gin linear");
-    assert_eq!(layer.forward(&adj32(&device), x.cast(DType::F32)).dims(), [N, 2]);
+    assert_near(single.forward(x.clone(), &a), h.matmul(weight(3, 2, 6, &device)), "gin linear");
+    assert_eq!(layer.forward(x.cast(DType::F32), &adj32(&device)).dims(), [N, 2]);
 }
 
 #[test]
@@ -195,12 +195,12 @@ fn graph_conv_matches_dense() {
     let root = x.clone().matmul(weight(3, 2, 4, &device));
     let rel = |agg: Tensor<2>| agg.matmul(weight(3, 2, 3, &device)) + bias(2, &device).unsqueeze::<2>();
     let sum = aw.clone().matmul(x.clone());
-    assert_near(layer(Aggregation::Sum).forward(&a, x.clone()), rel(sum.clone()) + root.clone(), "graph conv sum");
+    assert_near(layer(Aggregation::Sum).forward(x.clone(), &a), rel(sum.clone()) + root.clone(), "graph conv sum");
     let deg = dense_adj(false, &device).sum_dim(1).clamp_min(1.0);
-    assert_near(layer(Aggregation::Mean).forward(&a, x.clone()), rel(sum / deg) + root, "graph conv mean");
+    assert_near(layer(Aggregation::Mean).forward(x.clone(), &a), rel(sum / deg) + root, "graph conv mean");
     let config = GraphConvConfig::new(3, 2);
     assert_eq!((config.aggr, config.bias), (Aggregation::Sum, true));
-    assert_eq!(config.init(&device).forward(&adj32(&device), x.cast(DType::F32)).dims(), [N, 2]);
+    assert_eq!(config.init(&device).forward(x.cast(DType::F32), &adj32(&device)).dims(), [N, 2]);
 }
 
 #[test]
@@ -220,7 +220,7 @@ fn appnp_matches_dense() {
         h = hat.clone().matmul(h) * (1.0 - alpha) + x.clone() * alpha;
     }
     let prop = AppnpPropagationConfig::new(k, alpha).init();
-    assert_near(prop.forward(&a, x), h, "appnp");
+    assert_near(prop.forward(x, &a), h, "appnp");
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn gradcheck_sage_max_and_gin() {
                 aggr: Aggregation::Max,
                 normalize: false,
             };
-            layer.forward(&a, v[0].clone().reshape([N, 3])).tanh().reshape([N * 2])
+            layer.forward(v[0].clone().reshape([N, 3]), &a).tanh().reshape([N * 2])
         },
         &[GradInput::dense("x", &x), GradInput::dense("lin_l", &wl), GradInput::dense("lin_r", &wr)],
         GradcheckOptions::default(),
@@ -256,7 +256,7 @@ fn gradcheck_sage_max_and_gin() {
                 eps_param: Some(param(v[1].clone())),
                 eps: 0.0,
             };
-            layer.forward(&a, v[0].clone().reshape([N, 3])).tanh().reshape([N * 2])
+            layer.forward(v[0].clone().reshape([N, 3]), &a).tanh().reshape([N * 2])
         },
         &[
             GradInput::dense("x", &x),
@@ -302,7 +302,7 @@ fn sage_and_gin_train_on_karate() {
         sage: SageConvConfig::new(g.nodes, 16).init(&device),
         gin: GinConvConfig::new(16, 16, 2).with_train_eps(true).init(&device),
     };
-    let forward = |m: &SageGin| m.gin.forward(&adj, relu(m.sage.forward(&adj, x.clone())));
+    let forward = |m: &SageGin| m.gin.forward(relu(m.sage.forward(x.clone(), &adj)), &adj);
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
     let eps0 = values(model.gin.eps_param.as_ref().unwrap().val());

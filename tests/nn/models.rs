@@ -148,9 +148,9 @@ fn gat_conv_pattern_and_attention_weights() {
         TensorData::new((0..34 * 6).map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0).collect::<Vec<_>>(), [34, 6]),
         &device,
     );
-    let (out, attention) = layer.forward_with_attention(&pattern, x.clone());
+    let (out, attention) = layer.forward_with_attention(x.clone(), &pattern);
     assert_eq!(attention.len(), 2);
-    floats(out.clone()).iter().zip(floats(layer.forward(&pattern, x.clone()))).for_each(|(a, b)| assert_eq!(*a, b));
+    floats(out.clone()).iter().zip(floats(layer.forward(x.clone(), &pattern))).for_each(|(a, b)| assert_eq!(*a, b));
     // Each head's weights are a distribution over each node's neighbours, and the output is
     // their average of the projected features, head by head, concatenated.
     let wh = x.matmul(layer.weight.val());
@@ -182,22 +182,22 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
         // On a device without autodiff dropout is off: the model is its layers composed.
         let gcn = GcnConfig::new(5, 3).with_num_layers(layers).with_d_hidden(4).init(&device).unwrap();
         assert_eq!(gcn.layers.len(), layers);
-        let mut h = gcn.layers[0].forward(&adj, x.clone());
+        let mut h = gcn.layers[0].forward(x.clone(), &adj);
         for l in &gcn.layers[1..] {
-            h = l.forward(&adj, relu(h));
+            h = l.forward(relu(h), &adj);
         }
-        near(&floats(gcn.forward(&adj, x.clone())), &floats(h.clone()), 1e-6, "gcn");
-        near(&floats(gcn.forward_sparse(&adj, &xs)), &floats(h), 1e-5, "gcn, sparse features");
+        near(&floats(gcn.forward(x.clone(), &adj)), &floats(h.clone()), 1e-6, "gcn");
+        near(&floats(gcn.forward_sparse(&xs, &adj)), &floats(h), 1e-5, "gcn, sparse features");
 
         let gat = GatConfig::new(5, 3).with_num_layers(layers).with_heads(2).with_d_hidden(4).init(&device).unwrap();
         let pattern = adjacency_with_self_loops(&[(0, 1), (1, 2), (2, 3)], 4, &device).unwrap();
-        let mut h = gat.layers[0].forward(&pattern, x.clone());
+        let mut h = gat.layers[0].forward(x.clone(), &pattern);
         for l in &gat.layers[1..] {
-            h = l.forward(&pattern, elu(h, 1.0));
+            h = l.forward(elu(h, 1.0), &pattern);
         }
         assert_eq!(h.dims(), [4, 3]);
-        near(&floats(gat.forward(&pattern, x.clone())), &floats(h.clone()), 1e-6, "gat");
-        near(&floats(gat.forward_sparse(&pattern, &xs)), &floats(h), 1e-5, "gat, sparse features");
+        near(&floats(gat.forward(x.clone(), &pattern)), &floats(h.clone()), 1e-6, "gat");
+        near(&floats(gat.forward_sparse(&xs, &pattern)), &floats(h), 1e-5, "gat, sparse features");
         // The L2 penalty is the sum of squares of every parameter, biases included (nonzero here).
         let mut gat = gat;
         for l in &mut gat.layers {
@@ -229,7 +229,7 @@ fn models_compose_their_layers_and_refuse_bad_configs() {
     ad.seed(3);
     let gcn = GcnConfig::new(5, 3).init(&ad).unwrap();
     let (x_ad, adj_ad) = (x.clone().to_device(&ad), adj.to_device(&ad));
-    let (a, b) = (floats(gcn.forward(&adj_ad, x_ad.clone())), floats(gcn.forward(&adj_ad, x_ad.clone())));
+    let (a, b) = (floats(gcn.forward(x_ad.clone(), &adj_ad)), floats(gcn.forward(x_ad.clone(), &adj_ad)));
     assert_ne!(a, b);
-    near(&floats(gcn.valid().forward(&adj, x.clone())), &floats(gcn.valid().forward(&adj, x)), 0.0, "valid");
+    near(&floats(gcn.valid().forward(x.clone(), &adj)), &floats(gcn.valid().forward(x, &adj)), 0.0, "valid");
 }

@@ -94,21 +94,40 @@ fn magnitude_hand_example_and_ties() {
     let _serial = crate::common_ops::serial();
     let w = t(vec![0.1, -5.0, 3.0, 2.0, -0.2, 4.0], [2, 3]);
     assert_eq!(vals(prune_magnitude(w.clone(), 0.5).unwrap()), vec![0.0, -5.0, 3.0, 0.0, 0.0, 4.0]);
-    assert_eq!(vals(prune_magnitude(w.clone(), 1.0).unwrap()), vals(w.clone()));
-    assert_eq!(vals(prune_magnitude(w.clone(), 0.0).unwrap()), vec![0.0; 6]);
-    // round(0.25 * 6) = 2.
-    assert_eq!(vals(prune_magnitude(w, 0.25).unwrap()), vec![0.0, -5.0, 0.0, 0.0, 0.0, 4.0]);
+    assert_eq!(vals(prune_magnitude(w.clone(), 0.0).unwrap()), vals(w.clone()));
+    assert_eq!(vals(prune_magnitude(w.clone(), 1.0).unwrap()), vec![0.0; 6]);
+    // round(0.7 * 6) = 4 zeroed, 2 kept.
+    assert_eq!(vals(prune_magnitude(w, 0.7).unwrap()), vec![0.0, -5.0, 0.0, 0.0, 0.0, 4.0]);
     // Equal magnitudes: the earliest positions are kept.
     let ties = t(vec![-1.0, 1.0, 1.0, -1.0], [2, 2]);
     assert_eq!(vals(prune_magnitude(ties.clone(), 0.5).unwrap()), vec![-1.0, 1.0, 0.0, 0.0]);
     assert_eq!(
-        magnitude_mask(&ties, 0.75).unwrap().int().into_data().iter::<i64>().map(|v| v != 0).collect::<Vec<bool>>(),
+        magnitude_mask(&ties, 0.25).unwrap().int().into_data().iter::<i64>().map(|v| v != 0).collect::<Vec<bool>>(),
         vec![true, true, true, false]
     );
 }
 
+/// The argument is a sparsity, the fraction of zeros: 0.9 keeps 10 % of the entries, in every
+/// magnitude pruner and in `SparseLinear::from_linear` (it was a density before).
 #[test]
-fn magnitude_rejects_densities_outside_unit_interval() {
+fn magnitude_pruning_takes_a_sparsity() {
+    let _serial = crate::common_ops::serial();
+    let w = t((1..=100).map(|v| v as f32).collect(), [10, 10]);
+    let pruned = vals(prune_magnitude(w.clone(), 0.9).unwrap());
+    assert_eq!(pruned.iter().filter(|v| **v != 0.0).count(), 10);
+    assert_eq!(pruned[90..], (91..=100).map(|v| v as f32).collect::<Vec<_>>()[..]);
+    assert_eq!(prune_magnitude_csr(&w, 0.9).unwrap().nnz(), 10);
+    let mask = magnitude_mask(&w, 0.9).unwrap().int().into_data().iter::<i64>().filter(|v| *v != 0).count();
+    assert_eq!(mask, 10);
+    let linear = burn::nn::LinearConfig::new(20, 10).init(&w.device());
+    assert_eq!(sparsegrad::nn::SparseLinear::from_linear(&linear, 0.9).unwrap().nnz(), 20);
+    // The error names the argument.
+    let e = prune_magnitude(w, 1.5).unwrap_err().to_string();
+    assert!(e.contains("sparsity 1.5"), "{e}");
+}
+
+#[test]
+fn magnitude_rejects_sparsities_outside_unit_interval() {
     let _serial = crate::common_ops::serial();
     let w = t(vec![1.0; 4], [2, 2]);
     for d in [-0.1, 1.5, f64::NAN] {
@@ -125,17 +144,17 @@ fn magnitude_keeps_the_top_k() {
     let _serial = crate::common_ops::serial();
     let (rows, cols) = (13, 21);
     let w = weights(rows, cols, 99);
-    for density in [0.05, 0.1, 0.37, 0.9] {
-        let pruned = vals(prune_magnitude(t(w.clone(), [rows, cols]), density).unwrap());
-        let k = (density * (rows * cols) as f64).round() as usize;
+    for sparsity in [0.95, 0.9, 0.63, 0.1] {
+        let pruned = vals(prune_magnitude(t(w.clone(), [rows, cols]), sparsity).unwrap());
+        let k = rows * cols - (sparsity * (rows * cols) as f64).round() as usize;
         assert_eq!(pruned.iter().filter(|v| **v != 0.0).count(), k);
         let max_dropped =
             w.iter().zip(&pruned).filter(|(_, p)| **p == 0.0).map(|(o, _)| o.abs()).fold(0.0f32, f32::max);
         let min_kept =
             w.iter().zip(&pruned).filter(|(_, p)| **p != 0.0).map(|(o, _)| o.abs()).fold(f32::INFINITY, f32::min);
-        assert!(min_kept >= max_dropped, "density {density}: kept {min_kept} < dropped {max_dropped}");
+        assert!(min_kept >= max_dropped, "sparsity {sparsity}: kept {min_kept} < dropped {max_dropped}");
         // The CSR form stores the same entries, in row order.
-        let csr = prune_magnitude_csr(&t(w.clone(), [rows, cols]), density).unwrap();
+        let csr = prune_magnitude_csr(&t(w.clone(), [rows, cols]), sparsity).unwrap();
         assert_eq!((csr.layout(), csr.nnz()), (Layout::Csr, k));
         assert_eq!(vals(csr.to_dense()), pruned);
     }
@@ -145,7 +164,7 @@ fn magnitude_keeps_the_top_k() {
 fn magnitude_csr_counts_kept_zeros() {
     let _serial = crate::common_ops::serial();
     // Half of four zeros: two stored zeros at the first positions, so nnz depends only on the
-    // shape and the density.
+    // shape and the sparsity.
     let csr = prune_magnitude_csr(&t(vec![0.0; 4], [2, 2]), 0.5).unwrap();
     assert_eq!(csr.nnz(), 2);
     assert_eq!(csr.crow_indices::<1>().unwrap().into_data().try_to_vec::<i64>().unwrap(), vec![0, 2, 2]);
@@ -167,7 +186,7 @@ fn pruned_weights_get_gradients_at_kept_entries_only() {
         w.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(),
         vec![0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0]
     );
-    let csr = prune_magnitude_csr(&w, 0.25).unwrap();
+    let csr = prune_magnitude_csr(&w, 0.75).unwrap();
     let g = csr.values::<1>().unwrap().sum().backward();
     assert_eq!(
         w.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(),

@@ -125,15 +125,15 @@ fn full_fanout_blocks_match_full_batch_layers() {
     for aggr in [Aggregation::Mean, Aggregation::Max] {
         let l1 = SageConvConfig::new(4, 8).with_aggr(aggr).init(&device);
         let l2 = SageConvConfig::new(8, 3).with_aggr(aggr).init(&device);
-        let full = l2.forward(&p, relu(l1.forward(&p, x.clone())));
+        let full = l2.forward(relu(l1.forward(x.clone(), &p)), &p);
         let seeds = [33usize, 0, 7];
         let s = NeighborSampler::new(&p, vec![100, 100]).unwrap().sample(&seeds, 0, &device).unwrap();
         let ids = Tensor::<1, Int>::from_data(
             TensorData::new(s.n_id.iter().map(|&u| u as i64).collect::<Vec<_>>(), [s.n_id.len()]),
             &device,
         );
-        let h = relu(l1.forward(&s.blocks[0].adj, x.clone().select(0, ids)));
-        let out = l2.forward(&s.blocks[1].adj, h);
+        let h = relu(l1.forward(x.clone().select(0, ids), &s.blocks[0].adj));
+        let out = l2.forward(h, &s.blocks[1].adj);
         let seed_ids = Tensor::<1, Int>::from_data(TensorData::new(vec![33i64, 0, 7], [3]), &device);
         let want: Vec<f32> = full.select(0, seed_ids).into_data().try_to_vec().unwrap();
         let got: Vec<f32> = out.into_data().try_to_vec().unwrap();

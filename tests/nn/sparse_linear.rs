@@ -107,14 +107,15 @@ fn built_from_patterns_weights_and_dense_layers() {
     // A pruned dense layer: its largest weights and its bias, and the output of the dense
     // layer with the pruned weight.
     let linear = LinearConfig::new(16, 6).init(&device);
-    let pruned = SparseLinear::from_linear(&linear, 0.25).unwrap();
+    let pruned = SparseLinear::from_linear(&linear, 0.75).unwrap();
     assert_eq!(pruned.nnz(), 24);
-    let w = prune_magnitude(linear.weight.val().transpose(), 0.25).unwrap();
+    let w = prune_magnitude(linear.weight.val().transpose(), 0.75).unwrap();
     assert_eq!(f32s(pruned.weight().to_dense()), f32s(w.clone()));
     let x = input(5, 16, &device);
     let expected = f32s(x.clone().matmul(w.transpose()) + linear.bias.as_ref().unwrap().val().unsqueeze::<2>());
     assert_close_f32(&f32s(pruned.forward(x)), &expected, 1e-5);
     assert!(SparseLinear::from_linear(&linear, -0.5).is_err());
+    assert!(SparseLinear::from_linear(&linear, 1.5).is_err());
 }
 
 #[test]
