@@ -230,7 +230,7 @@ fn reference(p: &Problem, args: &Args) -> Vec<f64> {
     let mut losses = Vec::new();
     let t = Instant::now();
     for _ in 0..args.steps {
-        let l = loss(gcn.forward(&adj, x.clone()), &p.labels, &p.train, p.train.len(), &device);
+        let l = loss(gcn.forward(x.clone(), &adj), &p.labels, &p.train, p.train.len(), &device);
         let grads = GradientsParams::from_grads(l.backward(), &gcn);
         gcn = optim.step(0.01, gcn, grads);
         losses.push(l.into_scalar::<f32>() as f64);
@@ -333,7 +333,7 @@ fn main() {
     let (mut losses, mut times) = (Vec::new(), Vec::new());
     for step in 0..args.steps {
         let t = Instant::now();
-        let logits = models::gcn_forward(&gcn, &dist, x.clone()).expect("checked shapes");
+        let logits = models::gcn_forward(&gcn, x.clone(), &dist).expect("checked shapes");
         let l = loss(logits, &local_labels, &local_train, p.train.len(), &device);
         let grads = GradientsParams::from_grads(l.backward(), &gcn);
         let grads = all_reduce_gradients(&group, &gcn, grads, false).expect("the same model on every rank");

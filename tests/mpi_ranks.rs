@@ -320,7 +320,7 @@ fn data_parallel_weights(group: &ProcessGroup, p: &Problem) -> Result<String, St
     let mut model = init(&device);
     let mut optim = AdamConfig::new().init();
     for _ in 0..STEPS {
-        let l = ce(model.forward(&adj, x_all.clone()), &labels, &train, train.len(), &device);
+        let l = ce(model.forward(x_all.clone(), &adj), &labels, &train, train.len(), &device);
         let grads = GradientsParams::from_grads(l.backward(), &model);
         model = optim.step(0.01, model, grads);
     }
@@ -336,7 +336,7 @@ fn data_parallel_weights(group: &ProcessGroup, p: &Problem) -> Result<String, St
     let mut model = init(&device);
     let mut optim = AdamConfig::new().init();
     for _ in 0..STEPS {
-        let logits = models::gcn_forward(&model, &dist, x.clone()).map_err(|e| e.to_string())?;
+        let logits = models::gcn_forward(&model, x.clone(), &dist).map_err(|e| e.to_string())?;
         let l = ce(logits, &local_labels, &local_train, train.len(), &device);
         let grads = GradientsParams::from_grads(l.backward(), &model);
         let grads = all_reduce_gradients(group, &model, grads, false).map_err(|e| e.to_string())?;

@@ -30,8 +30,9 @@ fn rest(model: &Gcn, a: &DistCsr, mut h: Tensor<2>) -> Result<Tensor<2>> {
 }
 
 /// [`Gcn::forward`] over a distributed propagation matrix: this rank's logits `[local, classes]`
-/// from its rows of the dense features `x [local, d_input]`. Collective (one exchange a layer).
-pub fn gcn_forward(model: &Gcn, a: &DistCsr, x: Tensor<2>) -> Result<Tensor<2>> {
+/// from its rows of the dense features `x [local, d_input]`, in PyG's argument order (features,
+/// then graph). Collective (one exchange a layer).
+pub fn gcn_forward(model: &Gcn, x: Tensor<2>, a: &DistCsr) -> Result<Tensor<2>> {
     let first = &model.layers[0];
     let h = conv(first, a, model.dropout.forward(x).matmul(first.weight.val()))?;
     rest(model, a, h)
@@ -39,7 +40,7 @@ pub fn gcn_forward(model: &Gcn, a: &DistCsr, x: Tensor<2>) -> Result<Tensor<2>> 
 
 /// [`Gcn::forward_sparse`] over a distributed propagation matrix: this rank's rows of sparse
 /// features `x [local, d_input]` (`X W` a local sparse product).
-pub fn gcn_forward_sparse(model: &Gcn, a: &DistCsr, x: &SparseTensor<2>) -> Result<Tensor<2>> {
+pub fn gcn_forward_sparse(model: &Gcn, x: &SparseTensor<2>, a: &DistCsr) -> Result<Tensor<2>> {
     let first = &model.layers[0];
     let xw = try_mm(&model.input_dropout.forward(x), first.weight.val())?;
     let h = conv(first, a, xw)?;
