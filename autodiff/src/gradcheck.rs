@@ -100,15 +100,8 @@ pub struct GradcheckReport {
 
 fn weights(n: usize) -> Vec<f64> {
     // A fixed splitmix stream in [-1, 1): reproducible, and no symmetry for errors to hide behind.
-    (0..n as u64)
-        .map(|k| {
-            let mut z = 0x5EED_u64.wrapping_add((k + 1).wrapping_mul(0x9E3779B97F4A7C15));
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect()
+    let mut rng = sparsegrad_kernels::rng::SplitMix64::new(0x5EED);
+    (0..n).map(|_| rng.unit_f64() * 2.0 - 1.0).collect()
 }
 
 fn leaf(values: &[f64], device: &Device) -> Tensor<1> {

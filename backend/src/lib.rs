@@ -42,6 +42,8 @@ pub mod memo;
 pub mod module;
 pub mod movement;
 pub use sparsegrad_kernels::pattern;
+/// The one random-number generator of the workspace (splitmix64): `sparsegrad_kernels::rng`.
+pub use sparsegrad_kernels::rng;
 pub mod record;
 pub mod reduce;
 pub mod sddmm;

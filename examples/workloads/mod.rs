@@ -3,14 +3,9 @@
 
 #![allow(dead_code)]
 
-const GOLDEN: u64 = 0x9E3779B97F4A7C15;
-
-/// `sm(seed, k)`: the k-th splitmix64 output of the stream `seed`.
+/// `sm(seed, k)`: the k-th splitmix64 output of the stream `seed` (`sparsegrad::kernels::rng`).
 pub fn sm(seed: u64, k: u64) -> u64 {
-    let mut z = seed.wrapping_add(k.wrapping_add(1).wrapping_mul(GOLDEN));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-    z ^ (z >> 31)
+    sparsegrad::kernels::rng::stream_at(seed, k)
 }
 
 /// Uniform in [0, 1) from the top 53 bits.

@@ -21,6 +21,7 @@
 //!   narrow dense operand (a linear layer at decode size), bound by the bytes of the 2:4 matrix;
 //!   `semi_backward`: the backward products (`Aᵀ · G`, the kept values' gradient) from the metadata;
 //!   `semi_int`: i8 products with i32 sums.
+//! - `rng`: the one random-number generator (splitmix64), for every crate of the workspace.
 //! - `tall`: tall thin dense matrices (`XᵀX` in f64, `X T` in place, standard normal draws),
 //!   the host steps of the randomized SVD.
 //!
@@ -38,6 +39,7 @@ pub mod index;
 pub mod layout;
 pub mod pattern;
 pub mod real;
+pub mod rng;
 pub(crate) mod scratch;
 pub mod sddmm;
 pub mod semi;

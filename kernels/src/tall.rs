@@ -12,6 +12,7 @@
 //! has its own stream derived from the seed and the block's index.
 
 use crate::real::{axpy, Real};
+use crate::rng::SplitMix64;
 use crate::simd::multiversion;
 use rayon::prelude::*;
 
@@ -144,22 +145,9 @@ pub fn mul_small_in_place<T: Real>(x: &mut [T], rows: usize, q: usize, t: &[f64]
     x.par_chunks_mut(BLOCK * q).for_each(|block| mul_block_in_place_dispatch(block, q, t));
 }
 
-/// splitmix64: the stream of one block of draws.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (-1, 1), 53 random bits.
-    fn symmetric(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 52) as f64 - 1.0
-    }
+/// Uniform in (-1, 1), 53 random bits.
+fn symmetric(rng: &mut SplitMix64) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 52) as f64 - 1.0
 }
 
 /// Fills `out` with independent standard normal draws (Marsaglia's polar method, in f64) from
@@ -167,10 +155,11 @@ impl SplitMix {
 pub fn fill_standard_normal<T: Real>(out: &mut [T], seed: u64) {
     out.par_chunks_mut(BLOCK).enumerate().for_each(|(b, block)| {
         // Distinct, well-mixed streams per block: the block index goes through one mixing step.
-        let mut rng = SplitMix(SplitMix(seed ^ (b as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)).next());
+        let mut rng =
+            SplitMix64::new(SplitMix64::new(seed ^ (b as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)).next_u64());
         let mut pairs = block.chunks_exact_mut(2);
         let mut draw = || loop {
-            let (u, v) = (rng.symmetric(), rng.symmetric());
+            let (u, v) = (symmetric(&mut rng), symmetric(&mut rng));
             let s = u * u + v * v;
             if s > 0.0 && s < 1.0 {
                 let f = (-2.0 * s.ln() / s).sqrt();

@@ -19,6 +19,7 @@
 use burn::tensor::{DType, Int, Tensor, TensorData};
 use sparsegrad_backend::alloc::ensure_allocatable;
 use sparsegrad_backend::host::with_ints;
+use sparsegrad_backend::rng::SplitMix64;
 use sparsegrad_backend::{Result, SparseError, SparseTensor};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -39,31 +40,6 @@ impl Graph {
 
     fn neighbours(&self, u: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
         (self.xadj[u]..self.xadj[u + 1]).map(move |e| (self.adjncy[e], self.adjwgt[e]))
-    }
-}
-
-/// splitmix64, seeded (as the sampler's).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next() as u128 * n as u128) >> 64) as usize
-    }
-
-    fn permutation(&mut self, n: usize) -> Vec<usize> {
-        let mut p: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            p.swap(i, self.below(i + 1));
-        }
-        p
     }
 }
 
@@ -113,7 +89,7 @@ fn undirected(adj: &SparseTensor<2>) -> Result<Graph> {
 
 /// One level of heavy-edge matching: the coarse graph and the coarse node of every node, or
 /// `None` when matching would not shrink the graph by 5 %.
-fn coarsen(g: &Graph, rng: &mut Rng) -> Option<(Graph, Vec<usize>)> {
+fn coarsen(g: &Graph, rng: &mut SplitMix64) -> Option<(Graph, Vec<usize>)> {
     let n = g.n();
     let mut mate = vec![usize::MAX; n];
     for u in rng.permutation(n) {
@@ -184,7 +160,7 @@ fn contract(g: &Graph, cmap: &[usize], nc: usize) -> Graph {
 /// `k` regions grown from far-apart seeds (METIS's greedy graph growing, k-way): the lightest
 /// region takes the unassigned node it has the most edge weight to (a lazy max-heap per region);
 /// a region whose frontier is spent restarts from an unassigned node (disconnected graphs).
-fn grow_regions(g: &Graph, k: usize, cap: u64, rng: &mut Rng) -> Vec<usize> {
+fn grow_regions(g: &Graph, k: usize, cap: u64, rng: &mut SplitMix64) -> Vec<usize> {
     let n = g.n();
     let mut part = vec![usize::MAX; n];
     let mut weight = vec![0u64; k];
@@ -213,7 +189,8 @@ fn grow_regions(g: &Graph, k: usize, cap: u64, rng: &mut Rng) -> Vec<usize> {
     // Seeds: the first at random, each next the node farthest (in hops) from those chosen.
     let mut dist = vec![usize::MAX; n];
     let mut bfs = VecDeque::new();
-    let mut next = rng.below(n);
+    // An empty graph has no seed to draw (the loop below runs no round).
+    let mut next = if n == 0 { 0 } else { rng.below_usize(n) };
     for p in 0..k.min(n) {
         if part[next] == usize::MAX {
             assign(next, p, &mut part, &mut weight, &mut conn, &mut heaps);
@@ -263,7 +240,7 @@ fn grow_regions(g: &Graph, k: usize, cap: u64, rng: &mut Rng) -> Vec<usize> {
 /// Greedy boundary refinement: each node, in a seeded random order, moves to the neighbouring
 /// part it has the most edge weight to when that beats its own part's and the target stays under
 /// `cap`; a few passes, stopping early when nothing moves.
-fn refine(g: &Graph, part: &mut [usize], k: usize, cap: u64, rng: &mut Rng) {
+fn refine(g: &Graph, part: &mut [usize], k: usize, cap: u64, rng: &mut SplitMix64) {
     let mut weight = vec![0u64; k];
     for (u, &p) in part.iter().enumerate() {
         weight[p] += g.vwgt[u];
@@ -325,7 +302,7 @@ pub fn partition_graph(adj: &SparseTensor<2>, parts: usize, seed: u64) -> Result
         return Ok(Vec::new());
     }
     let cap = ((n as u64) * 105).div_ceil(100 * parts as u64).max(1);
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let target = (20 * parts).max(200);
     let mut levels: Vec<(Graph, Vec<usize>)> = Vec::new();
     let mut current = g;

@@ -13,6 +13,7 @@
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use sparsegrad_backend::host::with_ints;
+use sparsegrad_backend::rng::SplitMix64;
 use sparsegrad_backend::{Result, SparseError, SparseTensor};
 use std::collections::HashMap;
 
@@ -66,25 +67,6 @@ pub struct NeighborSampler {
     col: Vec<usize>,
     /// Neighbours kept per node at each hop, the first hop (next to the seeds) first.
     fanouts: Vec<usize>,
-}
-
-/// splitmix64: a small, fast, seeded generator (the samples only need to be uniform and
-/// reproducible).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`), by the multiply-shift reduction.
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next() as u128 * n as u128) >> 64) as usize
-    }
 }
 
 impl NeighborSampler {
@@ -148,7 +130,7 @@ impl NeighborSampler {
             local.insert(s, n_id.len());
             n_id.push(s);
         }
-        let mut rng = SplitMix(seed);
+        let mut rng = SplitMix64::new(seed);
         let mut blocks = Vec::with_capacity(self.fanouts.len());
         let mut scratch: Vec<usize> = Vec::new();
         for &fanout in &self.fanouts {
@@ -168,7 +150,7 @@ impl NeighborSampler {
                     scratch.clear();
                     scratch.extend(0..neighbours.len());
                     for i in 0..fanout {
-                        let j = i + rng.below(neighbours.len() - i);
+                        let j = i + rng.below_usize(neighbours.len() - i);
                         scratch.swap(i, j);
                         col.push(reach(neighbours[scratch[i]], &mut local, &mut n_id) as i64);
                     }

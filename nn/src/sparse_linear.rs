@@ -37,6 +37,7 @@ use burn::tensor::{DType, Device, Distribution, Int, Tensor};
 use sparsegrad_autodiff::matmul::mm;
 use sparsegrad_backend::memo::PatternMemo;
 use sparsegrad_backend::record::load_checked;
+use sparsegrad_backend::rng::SplitMix64;
 use sparsegrad_backend::util::{int_tensor, reshape, reshape_int};
 use sparsegrad_backend::{Layout, SparseError, SparseTensor};
 use std::collections::HashSet;
@@ -114,35 +115,10 @@ fn index_param(t: Tensor<1, Int>) -> Param<Tensor<1, Int>> {
     Param::initialized(ParamId::new(), t)
 }
 
-/// A splitmix64 stream (whole 64-bit outputs: a position among more than 2^53 needs them).
-pub(crate) struct Stream(pub(crate) u64);
-
-impl Stream {
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n >= 1`), without modulo bias: the high word of `x * n` for a uniform
-    /// `x`, rejecting the `2^64 mod n` low words that would favour some results (Lemire).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        let threshold = n.wrapping_neg() % n;
-        loop {
-            let m = u128::from(self.next_u64()) * u128::from(n);
-            if m as u64 >= threshold {
-                return (m >> 64) as u64;
-            }
-        }
-    }
-}
-
 /// A uniformly random `k`-subset of `0..n` (`k <= n`), ascending. Floyd's algorithm: for each
 /// `j` of the last `k` values, draw `t` in `0..=j` and take `t`, or `j` when `t` is taken
 /// already; every step adds one element, `k` draws and a set of `k` entries in all.
-fn floyd(n: usize, k: usize, rng: &mut Stream, operation: &'static str) -> Checked<Vec<usize>> {
+fn floyd(n: usize, k: usize, rng: &mut SplitMix64, operation: &'static str) -> Checked<Vec<usize>> {
     let mut chosen = HashSet::new();
     chosen.try_reserve(k).map_err(|_| SparseError::InvalidArgument {
         operation,
@@ -164,7 +140,7 @@ fn floyd(n: usize, k: usize, rng: &mut Stream, operation: &'static str) -> Check
 /// expected time and memory. Above half the positions the `n - k` left out are drawn instead
 /// (fewer draws, and walking all `n` positions is then `O(k)` too).
 fn random_positions(n: usize, k: usize, seed: u64, operation: &'static str) -> Checked<Vec<usize>> {
-    let mut rng = Stream(seed);
+    let mut rng = SplitMix64::new(seed);
     if k <= n / 2 {
         return floyd(n, k, &mut rng, operation);
     }
@@ -557,7 +533,7 @@ mod tests {
 
     #[test]
     fn below_stays_below_and_reaches_every_value() {
-        let mut rng = Stream(7);
+        let mut rng = SplitMix64::new(7);
         assert!((0..100).all(|_| rng.below(1) == 0));
         let big = (1u64 << 63) + 1;
         assert!((0..1000).all(|_| rng.below(big) < big));

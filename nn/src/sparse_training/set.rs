@@ -11,9 +11,10 @@
 
 use super::rewire::{host_pattern, smallest_entries, Rewiring};
 use super::schedule::DropSchedule;
-use crate::sparse_linear::{SparseLinear, Stream};
+use crate::sparse_linear::SparseLinear;
 use burn::config::Config;
 use sparsegrad_backend::error::invalid;
+use sparsegrad_backend::rng::SplitMix64;
 use std::collections::HashSet;
 
 type Checked<T> = sparsegrad_backend::Result<T>;
@@ -35,14 +36,14 @@ impl SetConfig {
         if !(0.0..=1.0).contains(&self.zeta) {
             return Err(invalid("SetConfig::init", format!("zeta = {} is not in [0, 1]", self.zeta)));
         }
-        Ok(Set { zeta: self.zeta, rng: Stream(self.seed) })
+        Ok(Set { zeta: self.zeta, rng: SplitMix64::new(self.seed) })
     }
 }
 
 /// Sparse Evolutionary Training: [`Set::update`] once per period (an epoch in the paper).
 pub struct Set {
     zeta: f64,
-    rng: Stream,
+    rng: SplitMix64,
 }
 
 impl Set {
@@ -88,7 +89,7 @@ pub(crate) fn random_free_positions(
     layer: &SparseLinear,
     drop: &[usize],
     k: usize,
-    rng: &mut Stream,
+    rng: &mut SplitMix64,
 ) -> Checked<Vec<usize>> {
     const OP: &str = "Set::update";
     let (crow, col) = host_pattern(layer);
