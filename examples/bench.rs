@@ -18,9 +18,12 @@
 //! `--in-process` runs every section in this process, as before.
 //!
 //! Usage: `cargo run --release --example bench [-- --json] [--only OP] [--sums] [--in-process]`
-//! (`--help`); with `--features wgpu` the `cube_*` rows time the products on burn's Cube
-//! backend as well.
+//! (`--help`); with `--features wgpu` (or `cuda`) the `cube_*` rows time the products, the 2:4
+//! layer and the GCN step on burn's Cube backend as well, on the device `--cube-device` names
+//! (`--only cube` runs those alone; `bench/gpu/run.sh` runs them on a GPU machine).
 
+#[path = "device/mod.rs"]
+mod device;
 #[path = "memory/mod.rs"]
 mod memory;
 #[path = "workloads/mod.rs"]
@@ -50,6 +53,9 @@ struct Bench {
     /// Run this section only: how the bench starts each section's process.
     #[arg(long, hide = true, value_name = "SECTION")]
     section: Option<String>,
+    /// The device of the `cube_*` rows (builds with `--features wgpu` or `cuda`).
+    #[arg(long, value_enum, default_value = "wgpu")]
+    cube_device: device::DeviceName,
 }
 
 impl Bench {
@@ -250,13 +256,23 @@ fn dense(rows: usize, cols: usize, seed: u64, device: &Device) -> Tensor<2> {
     Tensor::from_data(TensorData::new(workloads::dense(rows, cols, seed), [rows, cols]), device)
 }
 
-/// The products on burn's Cube backend through wgpu (feature `wgpu`: a GPU, or Mesa's lavapipe on
+/// The device of the `cube_*` rows (`--cube-device`), probed: a machine without its runtime or
+/// GPU ends the bench here with the reason.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn cube_device(bench: &Bench) -> Device {
+    device::DeviceArgs { device: bench.cube_device }.device().unwrap_or_else(|e| {
+        eprintln!("bench: {e}");
+        std::process::exit(2)
+    })
+}
+
+/// The products on burn's Cube backend (features `wgpu`, `cuda`: a GPU, or Mesa's lavapipe on
 /// the CPU): spmm, sddmm and mm forward+backward, and, where the matrix fits densely, burn's own
 /// dense matmul of the same output size on the same device (at 1 % a sparse product must beat
 /// it). Each run waits for the device (`Device::sync`).
-#[cfg(feature = "wgpu")]
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn cube_products(bench: &Bench, name: &str, a: &workloads::Csr, n: usize, xseed: u64) {
-    let device = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice);
+    let device = cube_device(bench);
     let synced = |t: Tensor<2>| {
         device.sync().expect("the device runs");
         t
@@ -403,12 +419,14 @@ struct Gcn2 {
 
 /// One GCN training step on a Planetoid graph (Cora, CiteSeer: forward, backward, Adam), as
 /// `bench/anchor_gcn.py` (which trains on dense features; here they stay sparse).
-fn gcn_step(bench: &Bench, name: &str) {
+/// `op` names the row; each step waits for the device (`Device::sync`, nothing to wait for on
+/// Flex).
+fn gcn_step(bench: &Bench, op: &str, name: &str, device: &Device) {
     use burn::nn::loss::CrossEntropyLossConfig;
     use burn::optim::{AdamConfig, GradientsParams};
     use sparsegrad::nn::{gcn_norm, GcnConvConfig, Planetoid};
     let g = Planetoid::new(None, name).unwrap_or_else(|e| panic!("{e}"));
-    let device = Device::flex().autodiff();
+    let device = device.clone().autodiff();
     let adj = gcn_norm(&g.edges, g.nodes, &device).expect("valid graph");
     let x = g.features_csr(&device);
     let train = Tensor::<1, Int>::from_data(
@@ -434,8 +452,9 @@ fn gcn_step(bench: &Bench, name: &str) {
         let loss = loss_fn.forward(logits, labels.clone()) + (w0.clone() * w0).sum() * 2.5e-4;
         let grads = GradientsParams::from_grads(loss.backward(), &m);
         model = Some(optim.step(0.01, m, grads));
+        device.sync().expect("the device runs");
     });
-    bench.report("gcn_train_step", &name.to_lowercase(), ms, None);
+    bench.report(op, &name.to_lowercase(), ms, None);
 }
 
 /// The 2:4 linear layer's product against burn's dense matmul on Flex, same shapes, same run:
@@ -489,6 +508,28 @@ fn linear_2_4(bench: &Bench, device: &Device) {
             }
         }
     }
+}
+
+/// The 2:4 linear layer's product on the Cube device against burn's dense matmul there, at the
+/// shape PyTorch's semi-structured (cuSPARSELt) anchor uses, M = K = N = 4096: in f16 on CUDA
+/// (the anchor's dtype), in f32 on wgpu (lavapipe and WGSL have no f16 storage everywhere).
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn cube_linear_2_4(bench: &Bench) {
+    use sparsegrad::sparse::semi_structured::{linear, SemiPattern, SemiStructuredTensor};
+    let device = cube_device(bench);
+    let dtype = if bench.cube_device == device::DeviceName::Cuda { DType::F16 } else { DType::F32 };
+    let (m, k, n) = (4096usize, 4096usize, 4096usize);
+    let x = dense(m, k, 11, &device).cast(dtype);
+    let w = sparsegrad::nn::prune_2_4(dense(n, k, 12, &device)).expect("K is a multiple of 4").cast(dtype);
+    let ws = SemiStructuredTensor::from_dense(w.clone(), SemiPattern::TwoFour).expect("2:4 after pruning");
+    let shape = format!("M={m} K={k} N={n} {dtype:?}");
+    let flops = 2.0 * (m * k * n) as f64;
+    let synced = |t: Tensor<2>| {
+        device.sync().expect("the device runs");
+        t
+    };
+    bench.run("cube_linear_dense_burn", &shape, 7, Some(flops), || synced(x.clone().matmul(w.clone().transpose())));
+    bench.run("cube_linear_2:4", &shape, 7, Some(flops), || synced(linear(x.clone(), &ws, None)));
 }
 
 /// This machine's f32 multiply-add peak (GFLOP/s, all threads: independent AVX-512 or AVX2
@@ -674,9 +715,10 @@ fn main() {
     }
 
     let mut sections: Vec<String> = built.iter().map(|b| format!("products:{}", b.0)).collect();
-    #[cfg(feature = "wgpu")]
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
     if bench.wants("cube") {
         sections.extend(built.iter().map(|b| format!("cube:{}", b.0)));
+        sections.extend(["cube:linear", "cube:gcn_step"].map(String::from));
     }
     let named = ["spgemm", "coalesce", "gcn_step", "dense_to_csr", "linear", "svd_lowrank", "softmax"];
     sections.extend(named.iter().filter(|s| bench.wants(s)).map(|s| s.to_string()));
@@ -689,12 +731,18 @@ fn main() {
             products(&bench, name, a, *n, *xseed);
         }
     }
-    #[cfg(feature = "wgpu")]
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
     if bench.wants("cube") {
         for (name, a, n, xseed) in &built {
             if bench.runs(&format!("cube:{name}")) {
                 cube_products(&bench, name, a, *n, *xseed);
             }
+        }
+        if bench.runs("cube:linear") {
+            cube_linear_2_4(&bench);
+        }
+        if bench.runs("cube:gcn_step") && !bench.sums {
+            gcn_step(&bench, "cube_gcn_train_step", "Cora", &cube_device(&bench));
         }
     }
 
@@ -718,8 +766,8 @@ fn main() {
     }
 
     if bench.wants("gcn_step") && bench.runs("gcn_step") && !bench.sums {
-        gcn_step(&bench, "Cora");
-        gcn_step(&bench, "CiteSeer");
+        gcn_step(&bench, "gcn_train_step", "Cora", &device);
+        gcn_step(&bench, "gcn_train_step", "CiteSeer", &device);
     }
 
     if bench.wants("dense_to_csr") && bench.runs("dense_to_csr") {

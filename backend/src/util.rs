@@ -13,12 +13,12 @@ use burn::tensor::{DType, Device, Int, Shape, Tensor, TensorData};
 /// [`SparseError::UnsupportedBackend`](crate::SparseError::UnsupportedBackend) names them.
 #[cfg(not(feature = "cube"))]
 pub const SUPPORTED_BACKENDS: &str =
-    "Flex (`Device::flex()`); Cube devices (`Device::wgpu(..)`) need sparsegrad's feature `wgpu`";
+    "Flex (`Device::flex()`); Cube devices (`Device::wgpu(..)`, `Device::cuda(..)`) need sparsegrad's feature `wgpu` or `cuda`";
 /// The backends whose devices the sparse ops run on in this build, as
 /// [`SparseError::UnsupportedBackend`](crate::SparseError::UnsupportedBackend) names them.
 #[cfg(feature = "cube")]
 pub const SUPPORTED_BACKENDS: &str =
-    "Flex (`Device::flex()`) and Cube (`Device::wgpu(..)` and the other CubeCL runtimes)";
+    "Flex (`Device::flex()`) and Cube (`Device::wgpu(..)`, `Device::cuda(..)` and the other CubeCL runtimes)";
 
 /// `Ok` where this build has the sparse kernels for `device`'s backend (Flex, and Cube with the
 /// feature `cube`), with or without autodiff; else an
@@ -37,6 +37,43 @@ pub fn check_backend(device: &Device) -> crate::Result<()> {
         #[allow(unreachable_patterns)]
         other => {
             Err(crate::SparseError::UnsupportedBackend { device: format!("{other:?}"), supported: SUPPORTED_BACKENDS })
+        }
+    }
+}
+
+/// `Ok` where `device` can run here: [`check_backend`], then one tiny op on the device (the sum
+/// of `[1, 2]`, read back to the host and checked). A runtime that cannot start panics inside burn
+/// at its first op (CUDA where `libcuda.so` or a GPU is missing; wgpu without an adapter), far from
+/// the call that chose the device; this turns that panic into a
+/// [`DeviceUnavailable`](crate::SparseError::DeviceUnavailable) error naming the device and what
+/// the runtime said, so that a program can exit with a message instead of a panic trace.
+///
+/// The panic hook is muted while the probe runs, and it is process-wide: call this once at
+/// start-up, before other threads use burn.
+pub fn check_device(device: &Device) -> crate::Result<()> {
+    check_backend(device)?;
+    let unavailable = |reason: String| crate::SparseError::DeviceUnavailable { device: format!("{device:?}"), reason };
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    // AssertUnwindSafe: the closure owns nothing but a clone of the device, and on a panic the
+    // device is reported unusable and not used again by this function.
+    let probe = device.clone();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let t = Tensor::<1>::from_floats([1.0, 2.0], &probe);
+        t.sum().into_data().to_vec::<f32>()
+    }));
+    std::panic::set_hook(hook);
+    match ran {
+        Ok(Ok(sum)) if sum == [3.0] => Ok(()),
+        Ok(Ok(sum)) => Err(unavailable(format!("the probe 1 + 2 gave {sum:?}"))),
+        Ok(Err(e)) => Err(unavailable(format!("the probe's result could not be read back: {e:?}"))),
+        Err(payload) => {
+            let reason = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "its runtime panicked at the first op".into());
+            Err(unavailable(reason))
         }
     }
 }

@@ -203,6 +203,14 @@ pub enum SparseError {
         /// The backends this build runs on, and how to add the others.
         supported: &'static str,
     },
+    /// A device this build has kernels for, but whose runtime cannot run on this machine: a CUDA
+    /// device where no driver (`libcuda.so`) or GPU is found, a wgpu device without an adapter.
+    DeviceUnavailable {
+        /// The device, as burn prints it (`Cube(Cuda(..))`).
+        device: String,
+        /// What the runtime said when it was first used.
+        reason: String,
+    },
 }
 
 impl fmt::Display for SparseError {
@@ -220,6 +228,7 @@ impl fmt::Display for SparseError {
             UnsupportedBackend { device, supported } => {
                 write!(f, "device {device}: sparsegrad has no kernels for its backend; this build supports {supported}")
             }
+            DeviceUnavailable { device, reason } => write!(f, "device {device} cannot run on this machine: {reason}"),
             IndexOutOfBounds { component, dim, position, value, size } => write!(
                 f,
                 "{component}: index {value} at position {position} is out of bounds for dimension {dim} of size {size}"

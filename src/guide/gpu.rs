@@ -32,9 +32,15 @@
 //! supported backends (checked once, where the tensor is made), instead of burn's panic
 //! "Backend not supported for custom op" at the first op.
 //!
-//! **CUDA.** There is no `cuda` feature yet: the kernels are CubeCL, compiled for whichever
-//! runtime a device names, but only wgpu is wired as a feature (see "Other runtimes" below). On
-//! an NVIDIA GPU, use `wgpu` (Vulkan).
+//! **CUDA.** The feature `cuda` wires burn's CUDA runtime into the same Cube impls:
+//! `Device::cuda(0)` runs every op the wgpu device runs. Its build links CubeCL's LLVM, which the
+//! build of burn's `tracel-llvm-bundler` downloads from GitHub; `bench/gpu/build.sh` installs the
+//! same LLVM release from PyPI instead (for build machines that reach only the package
+//! registries) and builds the bench, the GCN example and the device test binaries with it. The
+//! binaries need no CUDA toolkit to build; at run time they load the driver (`libcuda.so.1`). On a
+//! machine without a GPU or driver, `sparsegrad::backend::util::check_device` turns the runtime's
+//! panic at the first op into `SparseError::DeviceUnavailable`; the examples, the bench and the
+//! test binaries call it once and exit with its message.
 //!
 //! The same code runs on either device; only the device changes:
 //!
@@ -117,10 +123,10 @@
 //!   burn-fusion 0.22.1 shows there: `sparse::stack` of f64 CSR tensors along their last dim
 //!   (values padded with burn's `zeros` and `cat`, after the indices were joined by burn's `cat`)
 //!   gets two rows of stale memory in the padding; unfused it is right.
-//! - Other runtimes: the kernels are CubeCL, compiled for whichever runtime a device names, but only
-//!   wgpu is wired as a feature. burn 0.22.1's `cuda` feature pulls CubeCL's LLVM bundle, whose
-//!   build downloads LLVM: out of reach offline, so a `cuda` feature waits for a machine that can
-//!   build and test it.
+//! - Other runtimes: the kernels are CubeCL, compiled for whichever runtime a device names; wgpu
+//!   and CUDA are wired as features (`wgpu`, `cuda`). `bench/gpu/run.sh` is the one script a GPU
+//!   machine runs: our bench rows, PyTorch's and PyG's on the same workloads, the GCN example and
+//!   the device test binaries, with the comparison against the targets.
 //! - Limits of wgpu devices rather than of the library: WGSL has transcendental functions for f32
 //!   alone, so burn's dense f64 `exp`, `pow`, `asin`, `tanh`, ... are not exact there (the sparse
 //!   softmax computes its f64 `exp` and `ln` from `+`, `*`, `/`); wgpu stores no bf16; some of
@@ -140,6 +146,8 @@
 //! limits above. With a GPU, wgpu takes the high-power adapter (`CUBECL_WGPU_DEFAULT_DEVICE` picks
 //! another).
 //!
-//! The GCN and GAT examples take `--device flex|wgpu`:
+//! On CUDA: `SPARSEGRAD_TEST_DEVICE=cuda cargo test --features cuda,fusion --test ops`.
+//!
+//! The GCN and GAT examples take `--device flex|wgpu|cuda`:
 //! `cargo run --release --features wgpu --example gcn_cora -- --device wgpu`; the figures
 //! measured on lavapipe are in `bench/RESULTS.md`.

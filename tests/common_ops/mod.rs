@@ -22,17 +22,29 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The device the op tests run on: Flex, or the one `SPARSEGRAD_TEST_DEVICE` names (`wgpu`, with
-/// the feature of that name: burn's Cube backend, on Mesa's lavapipe where there is no GPU).
+/// The device the op tests run on: Flex, or the one `SPARSEGRAD_TEST_DEVICE` names (`wgpu` or
+/// `cuda`, with the feature of that name: burn's Cube backend, on Mesa's lavapipe where wgpu finds
+/// no GPU). A Cube device is probed once per process (`check_device`): where its runtime or GPU is
+/// missing, the test binary ends with that reason and exit status 2, not with a panic per test.
 pub fn dev() -> Device {
-    match std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref() {
-        Err(_) | Ok("") | Ok("flex") => Device::flex(),
+    let device = match std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref() {
+        Err(_) | Ok("") | Ok("flex") => return Device::flex(),
         #[cfg(feature = "wgpu")]
         Ok("wgpu") => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
+        #[cfg(feature = "cuda")]
+        Ok("cuda") => Device::cuda(0),
         Ok(other) => {
-            panic!("SPARSEGRAD_TEST_DEVICE={other}: not a device of this build (flex, or wgpu with its feature)")
+            panic!("SPARSEGRAD_TEST_DEVICE={other}: not a device of this build (flex, or wgpu/cuda with its feature)")
         }
-    }
+    };
+    static PROBED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    PROBED.get_or_init(|| {
+        if let Err(e) = sparsegrad::backend::util::check_device(&device) {
+            eprintln!("SPARSEGRAD_TEST_DEVICE: {e}");
+            std::process::exit(2);
+        }
+    });
+    device
 }
 
 /// Whether the tests run on burn's wgpu device (`SPARSEGRAD_TEST_DEVICE=wgpu`; lavapipe in CI,

@@ -256,3 +256,22 @@ fn constructors_check_the_backend_once() {
         )
     );
 }
+
+/// `check_device` runs one op on the device and checks its result: Flex and the test device
+/// (with and without autodiff) pass; the error a device whose runtime cannot start gets names the
+/// device and the runtime's reason.
+#[test]
+fn check_device_probes_the_device() {
+    use sparsegrad::backend::util::check_device;
+    assert_eq!(check_device(&burn::tensor::Device::flex()), Ok(()));
+    assert_eq!(check_device(&dev()), Ok(()));
+    assert_eq!(check_device(&dev().autodiff()), Ok(()));
+    let e = SparseError::DeviceUnavailable {
+        device: "Cube(Cuda(CudaDevice { index: 0 }))".into(),
+        reason: "Unable to find libcuda.so".into(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "device Cube(Cuda(CudaDevice { index: 0 })) cannot run on this machine: Unable to find libcuda.so"
+    );
+}
