@@ -142,7 +142,7 @@ impl Problem {
         let n = g.nodes();
         // The split of sage_sbm: a shuffled order, its first 10 % trains.
         let mut order: Vec<usize> = (0..n).collect();
-        let mut rng = sbm::Rng(a.seed ^ 0x0005_9117);
+        let mut rng = sbm::Rng::new(a.seed ^ 0x0005_9117);
         for i in (1..n).rev() {
             order.swap(i, rng.below(i + 1));
         }

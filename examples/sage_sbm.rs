@@ -115,7 +115,7 @@ fn main() {
     );
     // The split: a shuffled order, its first 10 % trains, the next 10,000 test.
     let mut order: Vec<usize> = (0..n).collect();
-    let mut rng = Rng(args.seed ^ 0x0005_9117);
+    let mut rng = Rng::new(args.seed ^ 0x0005_9117);
     for i in (1..n).rev() {
         order.swap(i, rng.below(i + 1));
     }

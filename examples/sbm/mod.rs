@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use sparsegrad::kernels::rng::SplitMix64;
 use sparsegrad::prelude::*;
 
 /// The model's parameters (the examples' command-line options of the same names).
@@ -28,24 +29,26 @@ pub const COMMUNITIES: usize = 20;
 pub const FEATURES: usize = 16;
 pub const HIDDEN: usize = 64;
 
-/// splitmix64: the graph, the features and the split come from one seed.
-pub struct Rng(pub u64);
+/// The graph, the features and the split come from one seed: the workspace's splitmix64
+/// (`sparsegrad::kernels::rng`), with this model's own draws on top.
+pub struct Rng(SplitMix64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    pub fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::new(seed))
     }
 
+    pub fn next(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+
+    /// Uniform in `0..n` from 53 bits, as the model has always drawn (a graph depends on it).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize
+        (self.unit() * n as f64) as usize
     }
 
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit_f64()
     }
 
     /// A standard normal sample (Box-Muller).
@@ -74,7 +77,7 @@ impl Sbm {
     pub fn build(a: &SbmParams) -> Sbm {
         let n = a.nodes as usize;
         assert!(n <= u32::MAX as usize, "node ids are stored as u32");
-        let mut rng = Rng(a.seed ^ 0x0005_EED0_F5B3);
+        let mut rng = Rng::new(a.seed ^ 0x0005_EED0_F5B3);
         let community: Vec<usize> = (0..n).map(|_| rng.below(COMMUNITIES)).collect();
         let mut members = vec![Vec::new(); COMMUNITIES];
         for (i, &c) in community.iter().enumerate() {
