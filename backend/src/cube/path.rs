@@ -96,12 +96,6 @@ pub(crate) fn planes(t: &CubeTensor) -> bool {
     }
 }
 
-/// Whether `t`'s client reports plane operations (`Plane::Ops`): what `Auto` asks.
-#[doc(hidden)]
-pub fn reports_planes(t: &CubeTensor) -> bool {
-    t.client.features().plane.contains(Plane::Ops)
-}
-
 /// The width of the vectors a kernel reads rows of `n` elements of `t`'s type in: the widest of
 /// 4, 2 and 1 that divides `n` and that the device loads in one go (4 for f32 everywhere; f64 may
 /// get 2, 16 bytes, where the device reads no wider), so that every row starts on a vector.
