@@ -7,6 +7,7 @@
 #[path = "../common_ops/mod.rs"]
 mod common_ops;
 
+mod cube_kernels;
 mod elementwise;
 mod gradients;
 mod invariants;

@@ -4,6 +4,7 @@
 //! rounding. The offsets stay on the device: no call reads anything back.
 
 use super::census;
+use super::softmax_planes::SegmentOp;
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::cubecl::{self, calculate_cube_count_elemwise, prelude::*, CubeDim};
@@ -13,7 +14,7 @@ use burn_cubecl::tensor::CubeTensor;
 
 /// The position of the `j`-th grouped element.
 #[cube]
-fn grouped_at<P: Int>(order: &Tensor<P>, j: usize, #[comptime] ordered: bool) -> usize {
+pub(crate) fn grouped_at<P: Int>(order: &Tensor<P>, j: usize, #[comptime] ordered: bool) -> usize {
     if ordered {
         usize::cast_from(order[j])
     } else {
@@ -29,7 +30,7 @@ fn grouped_at<P: Int>(order: &Tensor<P>, j: usize, #[comptime] ordered: bool) ->
 /// the first two exact and with few enough bits that `k` times them is exact for every `k` that
 /// does not underflow.
 #[cube]
-fn exp_nonpositive<F: Float>(x: F, #[comptime] series: bool) -> F {
+pub(crate) fn exp_nonpositive<F: Float>(x: F, #[comptime] series: bool) -> F {
     if series {
         let k = (x * F::new(core::f32::consts::LOG2_E) + F::new(0.5)).floor();
         let r = ((x - k * F::new(0.693_145_75)) - k * F::new(1.428_606_8e-6)) - k * F::new(5.497_923e-14);
@@ -63,7 +64,7 @@ fn exp_nonpositive<F: Float>(x: F, #[comptime] series: bool) -> F {
 /// device's `ln`, or with `series` the f32 `ln` refined by two Newton steps on `e^-y s = 1`
 /// through [`exp_nonpositive`] (each doubles the correct digits: 7, 14, then the type's 16).
 #[cube]
-fn ln_at_least_one<F: Float>(s: F, #[comptime] series: bool) -> F {
+pub(crate) fn ln_at_least_one<F: Float>(s: F, #[comptime] series: bool) -> F {
     if series {
         let mut y = F::cast_from(f32::cast_from(s).ln());
         #[unroll]
@@ -201,6 +202,11 @@ pub(crate) fn softmax(values: CubeTensor, offsets: CubeTensor, order: CubeTensor
     crate::cube::spmm::assert_addressable("softmax", &[&values, &order]);
     let ordered = order.meta.num_elements() > 0;
     let order = if ordered { order } else { offsets.clone() };
+    let op = SegmentOp { ordered, log, series: values.dtype == DType::F64 };
+    if super::path::planes(&out) && super::softmax_planes::serves(&out, width) {
+        super::softmax_planes::softmax(values, offsets, order, &out, [segments, width], op);
+        return out;
+    }
     let cube_dim = CubeDim::new(&out.client, segments * width);
     let count = calculate_cube_count_elemwise(&out.client, segments * width, cube_dim);
     let values_dtype = values.dtype;
@@ -246,6 +252,12 @@ pub(crate) fn softmax_backward(
     crate::cube::spmm::assert_addressable("softmax backward", &[&y, &order]);
     let ordered = order.meta.num_elements() > 0;
     let order = if ordered { order } else { offsets.clone() };
+    let op = SegmentOp { ordered, log, series: y.dtype == DType::F64 };
+    if super::path::planes(&out) && super::softmax_planes::serves(&out, width) {
+        let g = into_contiguous(g);
+        super::softmax_planes::softmax_backward(y, g, offsets, order, &out, [segments, width], op);
+        return out;
+    }
     let cube_dim = CubeDim::new(&out.client, segments * width);
     let count = calculate_cube_count_elemwise(&out.client, segments * width, cube_dim);
     let values_dtype = y.dtype;

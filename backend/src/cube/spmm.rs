@@ -1,14 +1,20 @@
 //! The CSR products on Cube devices: `A · X`, `Aᵀ · G` through the pattern's transposed view, and
-//! SDDMM (`Σⱼ a[row(p), j] · b[col(p), j]` at every stored entry `p`).
+//! SDDMM (`Σⱼ a[row(p), j] · b[col(p), j]` at every stored entry `p`): the host side (operand
+//! checks, the row split, the plans a pattern keeps per device) and the naive kernels.
 //!
-//! A kernel unit computes one output element, so the units of a warp share a row of `A` (the same
-//! trip count, no divergence where `n` is a multiple of the warp) and read consecutive elements of
-//! the dense operand. Where a few rows are far longer than the rest (power-law patterns), the rows
-//! are cut into pieces of at most 256 entries (`RowSplit`): a unit per piece and column, then a
-//! unit per row and column sums its pieces. The transposed product walks the pattern's columns:
-//! the transposed view (the host's `CscPattern`, computed once per pattern in its `TransposeCell`)
-//! goes to the device once, with the split of its long columns. Both plans stay in the cell's slot
-//! (`DevicePlans`), so a training step reads nothing back after the first.
+//! Which kernel runs is `path`'s choice at each launch: SpMM and SpMMᵀ run `spmm_tiled` (a team
+//! of units per row, the row's entries staged in shared memory, the dense rows read in vectors),
+//! SDDMM runs `sddmm_planes` (a group of a plane's units per entry, a plane reduction) where the
+//! device has planes. The naive kernels here are the fallback and the reference: a unit per
+//! output element for the product (the units of a warp share a row of `A` and read consecutive
+//! elements of the dense operand), a unit per entry for SDDMM.
+//!
+//! Where a few rows are far longer than the rest (power-law patterns), the rows are cut into
+//! pieces of at most 256 entries (`RowSplit`), whichever kernel runs: a row per piece, then a row
+//! per row of `A` sums its pieces. The transposed product walks the pattern's columns: the
+//! transposed view (the host's `CscPattern`, computed once per pattern in its `TransposeCell`)
+//! goes to the device once, with the split of its long columns. Both plans stay in the cell's
+//! slot (`DevicePlans`), so a training step reads nothing back after the first.
 //!
 //! Every kernel is launched checked (an out-of-range index is clamped, never read), though the
 //! callers' contract already makes every index valid. The kernels take f32 and f64 values; for
@@ -155,10 +161,15 @@ pub(crate) fn compressed_product(
     }
     let out = empty_device_contiguous_dtype(client, device, out_shape, dtype);
     assert_addressable("a sparse product", &[&idx, &values, &x, &out]);
-    let (count, dim) = launch_dims(&out, rows * n);
-    let types = [dtype, ptr.dtype, idx.dtype].map(dtype_to_storage_type);
     let permuted = perm.is_some();
     let perm = perm.unwrap_or_else(|| idx.clone());
+    if super::path::tiled_spmm() {
+        let width = super::path::vector_width(&x, n);
+        super::spmm_tiled::launch(ptr, idx, perm, permuted, values, x, &out, width);
+        return out;
+    }
+    let (count, dim) = launch_dims(&out, rows * n);
+    let types = [dtype, ptr.dtype, idx.dtype].map(dtype_to_storage_type);
     census::launched("compressed_times_dense");
     compressed_times_dense::launch(
         &out.client,
@@ -205,6 +216,11 @@ pub(crate) fn sddmm(crow: CubeTensor, col: CubeTensor, a: CubeTensor, b: CubeTen
     }
     let out = empty_device_contiguous_dtype(client, device, Shape::new([nnz]), dtype);
     assert_addressable("SDDMM", &[&col, &a, &b]);
+    if super::path::planes(&out) {
+        let width = super::path::vector_width(&a, n);
+        super::sddmm_planes::launch(crow, col, a, b, &out, width);
+        return out;
+    }
     let (count, dim) = launch_dims(&out, nnz);
     let types = [dtype, crow.dtype, col.dtype].map(dtype_to_storage_type);
     census::launched("sampled_row_dots");
