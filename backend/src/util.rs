@@ -60,7 +60,7 @@ pub fn check_device(device: &Device) -> crate::Result<()> {
     let probe = device.clone();
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         let t = Tensor::<1>::from_floats([1.0, 2.0], &probe);
-        t.sum().into_data().to_vec::<f32>()
+        t.sum().into_data().try_to_vec::<f32>()
     }));
     std::panic::set_hook(hook);
     match ran {

@@ -28,7 +28,7 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// missing, the test binary ends with that reason and exit status 2, not with a panic per test.
 pub fn dev() -> Device {
     let device = match std::env::var("SPARSEGRAD_TEST_DEVICE").as_deref() {
-        Err(_) | Ok("") | Ok("flex") => return Device::flex(),
+        Err(_) | Ok("") | Ok("flex") => Device::flex(),
         #[cfg(feature = "wgpu")]
         Ok("wgpu") => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
         #[cfg(feature = "cuda")]
