@@ -53,8 +53,21 @@ pub fn check_backend(device: &Device) -> crate::Result<()> {
 pub fn check_device(device: &Device) -> crate::Result<()> {
     check_backend(device)?;
     let unavailable = |reason: String| crate::SparseError::DeviceUnavailable { device: format!("{device:?}"), reason };
+    // The runtime may fail on a thread of its own (CubeCL's server thread loads the driver), and
+    // this thread then only sees a closed channel: the muted hook keeps every panic's message, and
+    // the first one is the reason.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    let record = std::sync::Arc::clone(&seen);
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        record.lock().unwrap_or_else(|e| e.into_inner()).push(message);
+    }));
     // AssertUnwindSafe: the closure owns nothing but a clone of the device, and on a panic the
     // device is reported unusable and not used again by this function.
     let probe = device.clone();
@@ -67,13 +80,9 @@ pub fn check_device(device: &Device) -> crate::Result<()> {
         Ok(Ok(sum)) if sum == [3.0] => Ok(()),
         Ok(Ok(sum)) => Err(unavailable(format!("the probe 1 + 2 gave {sum:?}"))),
         Ok(Err(e)) => Err(unavailable(format!("the probe's result could not be read back: {e:?}"))),
-        Err(payload) => {
-            let reason = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "its runtime panicked at the first op".into());
-            Err(unavailable(reason))
+        Err(_) => {
+            let first = seen.lock().unwrap_or_else(|e| e.into_inner()).first().cloned();
+            Err(unavailable(first.unwrap_or_else(|| "its runtime panicked at the first op".into())))
         }
     }
 }

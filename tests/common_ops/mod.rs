@@ -43,7 +43,10 @@ pub fn dev() -> Device {
     static PROBED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     PROBED.get_or_init(|| {
         if let Err(e) = sparsegrad::backend::util::check_device(&device) {
-            eprintln!("SPARSEGRAD_TEST_DEVICE: {e}");
+            // Straight to the process's stderr: the test harness captures `eprintln!` of a test,
+            // and the exit below would drop it unseen.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SPARSEGRAD_TEST_DEVICE: {e}");
             std::process::exit(2);
         }
     });
