@@ -74,7 +74,7 @@ for w in W.WORKLOADS:
 fb, fw = ms(ours, ('cube_mm_fwd_bwd_values_x', 'powerlaw100k')), ms(ours, ('cube_spmm_csr', 'powerlaw100k'))
 rows.append(('mm fwd+bwd powerlaw100k (our forward as the anchor)', fb, fw, f'{fb / fw:.2f}x' if fb and fw else 'n/a',
              '<= 4x', bool(fb and fw and fb / fw <= 4.0), None))
-shape = 'M=4096 K=4096 N=4096 DType::F16'
+shape = 'M=4096 K=4096 N=4096 F16'  # burn's DType::F16 in Debug
 versus('2:4 linear f16 M=K=N=4096 (cuSPARSELt)', ('cube_linear_2:4', shape), ('linear_2:4_semi_structured', shape), 0.8)
 versus('GCN training step, Cora (PyG GCNConv)', ('cube_gcn_train_step', 'cora'), ('gcn_train_step_pyg', 'cora'), 1.5)
 

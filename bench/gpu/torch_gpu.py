@@ -112,7 +112,7 @@ if CUDA:
     groups = w.abs().reshape(nn_, k // 4, 4)
     keep = torch.zeros_like(groups, dtype=torch.bool).scatter_(2, groups.topk(2, dim=2).indices, True)
     w = (w.reshape(nn_, k // 4, 4) * keep).reshape(nn_, k)
-    shape = f'M={m} K={k} N={nn_} DType::F16'
+    shape = f'M={m} K={k} N={nn_} F16'  # as our bench names it (burn's DType in Debug)
     attempt('linear_dense', shape, lambda: F.linear(x, w), 2.0 * m * k * nn_)
     try:
         from torch.sparse import to_sparse_semi_structured, SparseSemiStructuredTensor
