@@ -60,8 +60,10 @@ pub mod nn {
 /// `init_process_group`, `RowPartition`, `DistCsr` (a row-partitioned matrix whose `mm`
 /// exchanges exactly the halo rows, forward and backward), `all_reduce_gradients`
 /// (data-parallel weights) and `models` (GCN over a `DistCsr`). The guide is
-/// `docs/distributed.md`; the crate's docs ([`sparsegrad_dist`]) say what lives where.
-#[cfg(feature = "mpi")]
+/// `docs/distributed.md`; the crate's docs ([`sparsegrad_dist`]) say what lives where. With the
+/// feature `cuda` (and without `mpi`), only `all_reduce_gradients_devices`: data-parallel
+/// gradients across the GPUs of one process on burn's NCCL all-reduce.
+#[cfg(any(feature = "mpi", feature = "cuda"))]
 pub mod dist {
     pub use sparsegrad_dist::*;
 }

@@ -10,7 +10,8 @@
 //! reverse). The plan is built once, at construction.
 
 use crate::exchange::{HaloExchange, Plan};
-use crate::group::{invalid, ProcessGroup};
+use crate::group::ProcessGroup;
+use crate::invalid;
 use crate::halo::HaloPlan;
 use crate::partition::RowPartition;
 use burn::backend::{Dispatch, DispatchDevice};

@@ -7,7 +7,8 @@
 //! the module's visiting order, which is the same on every rank); a parameter without a gradient
 //! on a rank contributes zeros, so the ranks always call the same collective.
 
-use crate::group::{invalid, ProcessGroup};
+use crate::group::ProcessGroup;
+use crate::invalid;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{DType, Device, Tensor, TensorData};

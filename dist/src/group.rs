@@ -18,7 +18,8 @@ use mpi::environment::{Threading, Universe};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Equivalence};
 use mpi::Count;
-use sparsegrad_backend::{Result, SparseError};
+use crate::invalid;
+use sparsegrad_backend::Result;
 use std::sync::Arc;
 
 /// The MPI processes of a run (`MPI_COMM_WORLD`): this process's rank, their number, and the
@@ -40,10 +41,6 @@ impl std::fmt::Debug for ProcessGroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ProcessGroup {{ rank: {}, world_size: {} }}", self.inner.rank, self.inner.size)
     }
-}
-
-pub(crate) fn invalid(operation: &'static str, message: impl Into<String>) -> SparseError {
-    SparseError::InvalidArgument { operation, message: message.into() }
 }
 
 /// Initialises MPI (`MPI_Init_thread` with `MPI_THREAD_MULTIPLE`) and returns the group of all

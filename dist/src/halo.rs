@@ -11,7 +11,8 @@
 //!   which add what they receive into the gradient of the rows they sent (a row sent to several
 //!   ranks gets the sum of their contributions).
 
-use crate::group::{invalid, Counts, ProcessGroup};
+use crate::group::{Counts, ProcessGroup};
+use crate::invalid;
 use crate::partition::RowPartition;
 use mpi::traits::Equivalence;
 use sparsegrad_backend::Result;

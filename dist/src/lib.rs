@@ -2,8 +2,8 @@
 //! (`sparsegrad::dist` under the facade's feature `mpi`).
 //!
 //! The transport is MPI's (rsmpi over the system's MPI; Open MPI in CI), under the crate's
-//! feature `mpi`; without it the crate is empty, so that the workspace builds without an MPI
-//! installation. What lives where:
+//! feature `mpi`; without it only the MPI-free `devices` is there, so that the workspace builds
+//! without an MPI installation. What lives where:
 //!
 //! - `group`: [`ProcessGroup`] ([`init_process_group`]): MPI's initialisation and the
 //!   collectives on host buffers the rest uses.
@@ -19,6 +19,9 @@
 //! - [`models`]: `sparsegrad::nn::models::Gcn` with its propagation over a [`DistCsr`].
 //! - `data_parallel`: [`all_reduce_gradients`], the sum of the replicated dense parameters'
 //!   gradients over the ranks before the optimizer step.
+//! - `devices` (no MPI needed): [`all_reduce_gradients_devices`], the same sum across the GPUs of
+//!   one process on burn's collective all-reduce (NCCL; feature `cuda`): burn's collectives do
+//!   not span processes, so this is its one-node multi-GPU path.
 //!
 //! ```no_run
 //! # #[cfg(feature = "mpi")]
@@ -47,11 +50,14 @@
 //! repository; the checks across ranks are `tests/mpi_ranks.rs` (run under `mpirun`).
 
 #![warn(missing_docs)]
+// The links above name the items of the feature `mpi`: without it they do not exist.
+#![cfg_attr(not(feature = "mpi"), allow(rustdoc::broken_intra_doc_links))]
 
 #[cfg(feature = "mpi")]
 mod csr;
 #[cfg(feature = "mpi")]
 mod data_parallel;
+mod devices;
 #[cfg(feature = "mpi")]
 mod exchange;
 #[cfg(feature = "mpi")]
@@ -67,9 +73,14 @@ mod partition;
 pub use csr::{DistCsr, HaloStats, RowBlock};
 #[cfg(feature = "mpi")]
 pub use data_parallel::all_reduce_gradients;
+pub use devices::all_reduce_gradients_devices;
 #[cfg(feature = "mpi")]
 pub use exchange::{HaloExchange, Plan};
 #[cfg(feature = "mpi")]
 pub use group::{init_process_group, ProcessGroup};
 #[cfg(feature = "mpi")]
 pub use partition::RowPartition;
+
+/// The error every check of this crate returns: `SparseError::InvalidArgument` naming the
+/// operation and what is wrong.
+pub(crate) use sparsegrad_backend::error::invalid;

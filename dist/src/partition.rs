@@ -5,7 +5,7 @@
 //! The same partition must be given on every rank (its fingerprint is compared when a
 //! [`crate::DistCsr`] is built).
 
-use crate::group::invalid;
+use crate::invalid;
 use sparsegrad_backend::Result;
 
 /// The owner rank of every global row (node) of a graph, and each rank's rows.

@@ -6,6 +6,8 @@
 #[path = "../common_ops/mod.rs"]
 mod common_ops;
 
+#[cfg(feature = "cuda")]
+mod data_parallel_devices;
 mod datasets;
 mod dropout;
 mod edge_index;
