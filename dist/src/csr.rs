@@ -11,8 +11,8 @@
 
 use crate::exchange::{HaloExchange, Plan};
 use crate::group::ProcessGroup;
-use crate::invalid;
 use crate::halo::HaloPlan;
+use crate::invalid;
 use crate::partition::RowPartition;
 use burn::backend::{Dispatch, DispatchDevice};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};

@@ -37,8 +37,8 @@ impl ModuleVisitor for Params {
 fn has_collectives(device: &Device) -> bool {
     #[cfg(feature = "cuda")]
     {
-        use burn::backend::RuntimeId;
         use burn::backend::DispatchDevice;
+        use burn::backend::RuntimeId;
         #[allow(unreachable_patterns)]
         match device.clone().without_autodiff().as_dispatch() {
             DispatchDevice::Cube(cube) => cube.runtime() == RuntimeId::Cuda,
@@ -128,7 +128,11 @@ fn reduce_param<const D: usize>(
             Some(g) => {
                 return Err(invalid(
                     OP,
-                    format!("parameter {id}: a gradient of shape {:?} {:?} beside {shape:?} {dtype:?}", g.shape(), g.dtype()),
+                    format!(
+                        "parameter {id}: a gradient of shape {:?} {:?} beside {shape:?} {dtype:?}",
+                        g.shape(),
+                        g.dtype()
+                    ),
                 ))
             }
             None => Tensor::<D>::zeros(shape.clone(), (device, dtype)),

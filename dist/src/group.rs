@@ -12,13 +12,13 @@
 //! calls it, so the exchanges of [`crate::DistCsr`] may come from any thread. An MPI without it
 //! is refused at initialisation rather than misused later.
 
+use crate::invalid;
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::{Threading, Universe};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Equivalence};
 use mpi::Count;
-use crate::invalid;
 use sparsegrad_backend::Result;
 use std::sync::Arc;
 

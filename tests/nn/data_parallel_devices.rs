@@ -45,7 +45,11 @@ fn gradients_summed_and_averaged_over_the_gpus() {
         let scale = if average { 1.0 / devices.len() as f32 } else { 1.0 };
         for (g, r) in reduced.iter().zip(&replicas) {
             for (got, want) in weight_grad(g, r).into_iter().zip(&expected) {
-                assert!((got - want * scale).abs() <= 1e-5 * (1.0 + want.abs()), "average {average}: {got} against {}", want * scale);
+                assert!(
+                    (got - want * scale).abs() <= 1e-5 * (1.0 + want.abs()),
+                    "average {average}: {got} against {}",
+                    want * scale
+                );
             }
         }
     }
