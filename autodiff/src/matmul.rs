@@ -30,6 +30,7 @@ use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::gather_rows;
 use sparsegrad_backend::spgemm::{masked_product_pattern_on_device, product_count, product_pattern};
 use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int, try_int_tensor};
+use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
 use sparsegrad_kernels::pattern::TransposeCell;
 use std::sync::Arc;
@@ -46,10 +47,6 @@ struct Csr {
     transposed: bool,
     /// The pattern's transposed-view cache (its tensor's, shared by the tensor's clones).
     cell: Arc<TransposeCell>,
-}
-
-fn invalid(operation: &'static str, message: String) -> SparseError {
-    SparseError::InvalidArgument { operation, message }
 }
 
 fn mismatch(operation: &'static str, a: &[usize], b: &[usize]) -> SparseError {

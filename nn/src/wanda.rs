@@ -20,10 +20,7 @@ use burn::nn::Linear;
 use burn::tensor::{Bool, Tensor};
 use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 use sparsegrad_backend::{Result, SparseError};
-
-fn invalid(operation: &'static str, message: String) -> SparseError {
-    SparseError::InvalidArgument { operation, message }
-}
+use sparsegrad_backend::error::invalid;
 
 /// Per input feature sums of squares of calibration activations, fed batch by batch: what
 /// Wanda's scores need (`||X_j||₂`, [`WandaCalibration::norms`]).
