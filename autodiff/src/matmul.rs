@@ -26,11 +26,11 @@ use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 use sparsegrad_backend::algebra::validate::check_numel;
 use sparsegrad_backend::alloc::{ensure_allocatable, try_vec};
+use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::host::with_ints;
 use sparsegrad_backend::movement::gather_rows;
 use sparsegrad_backend::spgemm::{masked_product_pattern_on_device, product_count, product_pattern};
 use sparsegrad_backend::util::{index_dtype_for, int_tensor, reshape, reshape_int, try_int_tensor};
-use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
 use sparsegrad_kernels::pattern::TransposeCell;
 use std::sync::Arc;
@@ -516,7 +516,7 @@ pub fn try_sampled_addmm<const D: usize>(
         return Err(invalid(OP, format!("rank {D}: expected a matrix or a batch of matrices")));
     }
     if input.dense_dim() > 0 {
-        return Err(invalid(OP, "hybrid input is not supported".into()));
+        return Err(invalid(OP, "hybrid input is not supported"));
     }
     let s = if input.layout() == Layout::Csr { input.clone() } else { input.to_sparse_csr()? };
     let (d1, d2) = (mat1.dims(), mat2.dims());
@@ -576,7 +576,7 @@ pub fn try_bmm(a: &SparseTensor<3>, x: Tensor<3>) -> Result<Tensor<3>> {
         return Err(mismatch("bmm", &[batch, m, k], &[xb, xk, n]));
     }
     if a.dense_dim() > 0 {
-        return Err(invalid("bmm", "hybrid operands are not supported".into()));
+        return Err(invalid("bmm", "hybrid operands are not supported"));
     }
     a.check_invariants()?;
     // Batch entries as one block-diagonal [B*m, B*k] matrix over the same values; its sizes
@@ -658,7 +658,7 @@ pub fn try_sspaddmm(
         return Err(mismatch("sspaddmm", &input.shape(), &[mat1.shape()[0], mat2.dims()[1]]));
     }
     if input.dense_dim() > 0 {
-        return Err(invalid("sspaddmm", "hybrid input is not supported".into()));
+        return Err(invalid("sspaddmm", "hybrid input is not supported"));
     }
     input.check_invariants()?;
     let h = try_hspmm(mat1, mat2)?;
@@ -719,7 +719,7 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
     b.check_invariants()?;
     check_numel(&[m, n])?;
     if a.dense_dim() > 0 || b.dense_dim() > 0 {
-        return Err(invalid("mm", "hybrid operands are not supported".into()));
+        return Err(invalid("mm", "hybrid operands are not supported"));
     }
     // Each thread's scratch spans the product's columns (a marker byte, an accumulator word
     // and a bit per column): refused here, before a thread would abort allocating it.
@@ -733,7 +733,7 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
             }
             mk.check_invariants()?;
             if mk.dense_dim() > 0 {
-                return Err(invalid(OP, "a hybrid mask is not supported".into()));
+                return Err(invalid(OP, "a hybrid mask is not supported"));
             }
             Some(to_csr(mk)?)
         }

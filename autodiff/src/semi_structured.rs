@@ -22,11 +22,11 @@ use burn::backend::{
     Backend, Dispatch, Flex,
 };
 use burn::tensor::{Float, Tensor};
+use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::semi_spmm::SemiKernels;
 use sparsegrad_backend::semi_structured::SemiStructuredTensor;
 use sparsegrad_backend::util::reshape;
-use sparsegrad_backend::{Result, SparseError};
-use sparsegrad_backend::error::invalid;
+use sparsegrad_backend::Result;
 
 /// The differentiable semi-structured product.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]

@@ -14,9 +14,9 @@
 //! differentiable with respect to the kept elements.
 
 use burn::tensor::{Bool, DType, Device, Int, Tensor, TensorData};
-use sparsegrad_backend::util::int_tensor;
-use sparsegrad_backend::{Result, SparseError, SparseTensor};
 use sparsegrad_backend::error::invalid;
+use sparsegrad_backend::util::int_tensor;
+use sparsegrad_backend::{Result, SparseTensor};
 use std::cmp::Ordering;
 
 /// |w| of every element, row-major.
