@@ -22,10 +22,11 @@ use burn::backend::{
     Backend, Dispatch, Flex,
 };
 use burn::tensor::{Float, Tensor};
+use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::semi_spmm::SemiKernels;
 use sparsegrad_backend::semi_structured::SemiStructuredTensor;
 use sparsegrad_backend::util::reshape;
-use sparsegrad_backend::{Result, SparseError};
+use sparsegrad_backend::Result;
 
 /// The differentiable semi-structured product.
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
@@ -139,10 +140,6 @@ impl<B: SemiKernels, C: CheckpointStrategy> SemiMatmul for Autodiff<B, C> {
 
 // ------------------------------------------------------------------------------------------
 // torch's ops.
-
-fn invalid(operation: &'static str, message: String) -> SparseError {
-    SparseError::InvalidArgument { operation, message }
-}
 
 /// `a`'s stored matrix times `x` in one of the four arrangements, after the shape and dtype
 /// checks `operation` names.

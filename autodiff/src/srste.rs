@@ -157,7 +157,7 @@ impl<B: SemiKernels, C: CheckpointStrategy> SrsteMatmul for Autodiff<B, C> {
 }
 
 fn invalid(message: String) -> SparseError {
-    SparseError::InvalidArgument { operation: "srste_linear", message }
+    sparsegrad_backend::error::invalid("srste_linear", message)
 }
 
 /// SR-STE's linear map: `input [..., in] · W̃ᵀ + bias`, where `W̃` is the dense master

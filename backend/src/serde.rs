@@ -68,7 +68,7 @@ impl<'de, const D: usize> Deserialize<'de> for SparseTensor<D> {
 }
 
 fn invalid(message: String) -> SparseError {
-    SparseError::InvalidArgument { operation: "deserialize SparseTensor", message }
+    crate::error::invalid("deserialize SparseTensor", message)
 }
 
 /// The tensor `repr` describes, every part checked (see the module docs).

@@ -7,7 +7,12 @@ use core::fmt;
 ///
 /// Checked constructors and conversions return it instead of panicking; every variant names the
 /// component (`"indices"`, `"crow_indices"`, `"values"`, ...) and where the problem is.
+///
+/// `#[non_exhaustive]`: later versions add variants (a finer kind of a case that is an
+/// [`InvalidArgument`](SparseError::InvalidArgument) today), so a `match` on it outside this
+/// crate needs a `_` arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SparseError {
     /// An index outside `0..size` of its dimension.
     IndexOutOfBounds {

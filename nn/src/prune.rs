@@ -14,13 +14,10 @@
 //! differentiable with respect to the kept elements.
 
 use burn::tensor::{Bool, DType, Device, Int, Tensor, TensorData};
+use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::util::int_tensor;
-use sparsegrad_backend::{Result, SparseError, SparseTensor};
+use sparsegrad_backend::{Result, SparseTensor};
 use std::cmp::Ordering;
-
-fn invalid(operation: &'static str, message: String) -> SparseError {
-    SparseError::InvalidArgument { operation, message }
-}
 
 /// |w| of every element, row-major.
 pub(crate) fn magnitudes(weight: &Tensor<2>) -> Vec<f64> {

@@ -18,12 +18,9 @@ use crate::semi_structured_linear::SemiStructuredLinear;
 use crate::sparse_linear::{index_dtype, SparseLinear};
 use burn::nn::Linear;
 use burn::tensor::{Bool, Tensor};
+use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 use sparsegrad_backend::{Result, SparseError};
-
-fn invalid(operation: &'static str, message: String) -> SparseError {
-    SparseError::InvalidArgument { operation, message }
-}
 
 /// Per input feature sums of squares of calibration activations, fed batch by batch: what
 /// Wanda's scores need (`||X_j||₂`, [`WandaCalibration::norms`]).
@@ -127,7 +124,7 @@ fn pruned_per_row(d_input: usize, sparsity: f64, operation: &'static str) -> Res
 /// Row-major positions, ascending, that every row of `[rows, cols]` keeps: its `keep` highest
 /// scores.
 fn row_top_k(scores: &[f64], rows: usize, cols: usize, keep: usize, operation: &'static str) -> Result<Vec<usize>> {
-    let total = rows.checked_mul(keep).ok_or_else(|| invalid(operation, "too many kept entries".into()))?;
+    let total = rows.checked_mul(keep).ok_or_else(|| invalid(operation, "too many kept entries"))?;
     let mut kept = try_vec(total, "the kept positions", operation)?;
     for r in 0..rows {
         let start = r * cols;

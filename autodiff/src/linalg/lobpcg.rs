@@ -24,7 +24,7 @@ use sparsegrad_backend::{Result, SparseError, SparseTensor};
 const OP: &str = "lobpcg";
 
 fn invalid(message: String) -> SparseError {
-    SparseError::InvalidArgument { operation: OP, message }
+    sparsegrad_backend::error::invalid(OP, message)
 }
 
 /// Repetitions of the orthogonalisation of `W` (outer: against `[X, P]`, inner: SVQB).

@@ -20,12 +20,9 @@ use super::dense::check_dtype;
 use super::tracked::{qr_q, svd};
 use crate::matmul::{try_mm, try_mm_dense_sparse};
 use burn::tensor::{DType, Device, Distribution, Int, Tensor, TensorData};
-use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
+use sparsegrad_backend::error::invalid;
+use sparsegrad_backend::{Layout, Result, SparseTensor};
 use sparsegrad_kernels::tall;
-
-fn invalid(operation: &'static str, message: String) -> SparseError {
-    SparseError::InvalidArgument { operation, message }
-}
 
 /// `M_b x`, with `M_b` the broadcast of `mean [r, c]` to `[rows, x.rows]` (`r` is 1 or `rows`,
 /// `c` is 1 or `x.rows`): a row or column of means never becomes a full matrix.

@@ -1,0 +1,177 @@
+//! SpGEMM behind the burn extension trait [`SpgemmKernels`]: the values of `C = A · B` on a
+//! given pattern of `C` (the symbolic pass's, or a mask's), and their gradients w.r.t. the
+//! values of `A` and of `B` as masked sparse products; the rule that differentiates them
+//! lives in `sparsegrad-autodiff`'s `spgemm`. [`product_pattern`] runs the symbolic pass (index
+//! algebra, on the host views `host` gives).
+//!
+//! Flex runs the host kernels of `sparsegrad-kernels` on its buffers (f32 and f64; 16-bit
+//! floats widened to f32); any other backend gets a default that reads the operands back and
+//! runs the same kernels. The methods are `unsafe`: they take three patterns as raw index
+//! tensors, which the kernels walk through unchecked offsets.
+//!
+//! Here the trait and the macro its implementations share; the implementations are apart:
+//! [`default`] (any backend, through the host), `flex` (Flex's buffers) and `cube` (the Cube
+//! kernels of `cube::spgemm`), and `pattern` the symbolic pass ([`product_pattern`]).
+
+use burn::backend::{
+    backend_extension,
+    tensor::{FloatTensor, IntTensor},
+    Backend,
+};
+
+/// Runs `$body` with `$a`, `$b`, `$c` the patterns of six index slices (`A`'s pointers and
+/// columns, then `B`'s, then `C`'s) over `$ka`, `$kb`, `$kc` columns: as they are when all six
+/// are int64 or all int32, else widened to int64.
+///
+/// Only where the slices are valid patterns over those columns (the contract of the unsafe
+/// methods it expands in, or the checked operands of [`product_pattern`]).
+macro_rules! with_three {
+    ($ints:expr, [$ka:expr, $kb:expr, $kc:expr], |$a:ident, $b:ident, $c:ident| $body:expr) => {{
+        let ints: [IntSlice<'_>; 6] = $ints;
+        match ints {
+            [IntSlice::I64(ap), IntSlice::I64(ai), IntSlice::I64(bp), IntSlice::I64(bi), IntSlice::I64(cp), IntSlice::I64(ci)] => {
+                // SAFETY: valid patterns over these columns: this macro's precondition.
+                let ($a, $b, $c) = unsafe {
+                    (
+                        CsrPattern::new_unchecked(ap, ai, $ka),
+                        CsrPattern::new_unchecked(bp, bi, $kb),
+                        CsrPattern::new_unchecked(cp, ci, $kc),
+                    )
+                };
+                $body
+            }
+            [IntSlice::I32(ap), IntSlice::I32(ai), IntSlice::I32(bp), IntSlice::I32(bi), IntSlice::I32(cp), IntSlice::I32(ci)] => {
+                // SAFETY: as above.
+                let ($a, $b, $c) = unsafe {
+                    (
+                        CsrPattern::new_unchecked(ap, ai, $ka),
+                        CsrPattern::new_unchecked(bp, bi, $kb),
+                        CsrPattern::new_unchecked(cp, ci, $kc),
+                    )
+                };
+                $body
+            }
+            other => {
+                let w: Vec<Vec<i64>> = other.iter().map(|s| s.to_i64()).collect();
+                // SAFETY: as above: the same indices, widened.
+                let ($a, $b, $c) = unsafe {
+                    (
+                        CsrPattern::new_unchecked(&w[0][..], &w[1][..], $ka),
+                        CsrPattern::new_unchecked(&w[2][..], &w[3][..], $kb),
+                        CsrPattern::new_unchecked(&w[4][..], &w[5][..], $kc),
+                    )
+                };
+                $body
+            }
+        }
+    }};
+}
+
+#[cfg(feature = "cube")]
+mod cube;
+pub mod default;
+mod flex;
+mod pattern;
+
+pub use pattern::{masked_product_pattern_on_device, product_count, product_pattern};
+
+/// The sparse product kernels.
+///
+/// # Safety
+/// Every method takes three CSR patterns, `A [m, k]` (`a_crow [m + 1]`, `a_col`), `B [k, n]`
+/// (`b_crow [k + 1]`, `b_col`) and `C [m, n]` (`c_crow [m + 1]`, `c_col`), each valid as
+/// `sparsegrad_kernels::pattern::CsrPattern::new` checks it (`k` is `b_crow`'s length less
+/// one), `C`'s rows sorted; value tensors hold one value per entry of their pattern. Where the
+/// rows of `B` (and of `C`) also hold no repeated column, as a checked CSR tensor's, every
+/// backend computes the same values; the Cube kernels find columns by bisection, so on
+/// unsorted rows they may miss entries (wrong values, never an access outside the operands).
+#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[diagnostic::on_unimplemented(
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SpgemmKernels` is not implemented)",
+    label = "no sparsegrad kernels for this backend",
+    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
+)]
+pub trait SpgemmKernels: Backend {
+    /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
+    }
+
+    /// `C = A · B` whole, its pattern and values in one pass over the products: `C`'s row
+    /// pointers `[m + 1]` and sorted columns `[nnz_c]` (int64), and its values `[nnz_c]` in
+    /// `A`'s float dtype. Panics when the product's memory cannot be had (callers check the
+    /// product count first: see [`product_count`]).
+    ///
+    /// # Safety
+    /// `A` and `B` as the trait says (`C` is the output here).
+    #[allow(clippy::type_complexity)]
+    unsafe fn csr_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm_product::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
+    }
+
+    /// The gradient w.r.t. `A`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(G · Bᵀ)` on
+    /// `A`'s pattern, `[nnz_a]`.
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm_grad_a(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm_grad_a::<Self>(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g, n) }
+    }
+
+    /// The gradient w.r.t. `B`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(Aᵀ · G)` on
+    /// `B`'s pattern, `[nnz_b]`.
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn csr_spgemm_grad_b(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        g: FloatTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract.
+        unsafe { default::csr_spgemm_grad_b::<Self>(a_crow, a_col, a_values, b_crow, b_col, c_crow, c_col, g, n) }
+    }
+}
