@@ -9,6 +9,18 @@
 //! [`guide::autograd`], [`guide::graphs`], [`guide::semi_structured`], [`guide::sparse_training`],
 //! [`guide::linalg`], [`guide::io`], [`guide::gpu`] and [`guide::performance`].
 //!
+//! ## The API
+//!
+//! The stable surface is the crate root's types ([`SparseTensor`], [`SparseError`], ...) and
+//! these modules: [`prelude`], [`sparse`] (the ops, torch's names), [`nn`] (layers, pruning,
+//! datasets), [`io`] (Matrix Market), [`linalg`], [`gradcheck`](mod@gradcheck), and behind their features `dist`
+//! (MPI and multi-GPU) and `candle`.
+//!
+//! [`kernels`], [`backend`] and [`autodiff`] are the layers underneath, re-exported whole for
+//! those who extend the library (a new op, layout or backend: `ARCHITECTURE.md` has the
+//! checklists). They are **unstable**: their paths and signatures change with the design, in any
+//! release.
+//!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor, TensorData, DType};
 //! use sparsegrad::prelude::*;
@@ -31,11 +43,15 @@ pub struct ReadmeDoctest;
 
 pub mod guide;
 
+/// **Unstable**: the gradient rules and the autodiff-aware ops under [`sparse`] and [`linalg`].
 pub use sparsegrad_autodiff as autodiff;
+/// **Unstable**: the sparse tensor, its layouts and the per-backend (Flex, Cube) impls of every
+/// primitive.
 pub use sparsegrad_backend as backend;
 pub use sparsegrad_backend::semi_structured::{SemiPattern, SemiStructuredTensor};
 pub use sparsegrad_backend::{Layout, SparseError, SparseSpec, SparseTensor, ToSparse};
-/// The host kernels, without burn: the validated pattern type, index algebra, the products.
+/// **Unstable**: the host kernels, without burn: the validated pattern type, index algebra, the
+/// products.
 pub use sparsegrad_kernels as kernels;
 
 /// The numerical gradient checker (`sparsegrad::gradcheck(...)`, options and reports in the module).

@@ -7,6 +7,12 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
+/// Whether this process draws bars: outside `mpirun`, or its rank 0 (Open MPI's and MPICH's rank
+/// variables). `mpirun` gives every rank the terminal, where R bars would overwrite each other.
+fn first_rank() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK"].iter().all(|v| std::env::var(v).map_or(true, |rank| rank == "0"))
+}
+
 /// A bar of `len` steps (on a terminal) or a line printer (elsewhere).
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -18,7 +24,7 @@ impl Progress {
     /// `len` steps labelled `prefix` (`seed 3`, `dense epoch 2/20`, ...).
     pub fn new(len: u64, prefix: impl Into<String>) -> Self {
         let prefix = prefix.into();
-        let bar = std::io::stdout().is_terminal().then(|| {
+        let bar = (std::io::stdout().is_terminal() && first_rank()).then(|| {
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stdout());
             let style = ProgressStyle::with_template("{prefix} [{bar:30}] {pos:>4}/{len} {msg} ({elapsed}, ETA {eta})")
                 .expect("a valid template")
