@@ -2,7 +2,8 @@
 //!
 //! The conversions of the backend differentiate through burn's own autodiff (they move values
 //! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
-//! beside it: `spmm` and `sddmm` (each the other's gradient), `spmm_reduce` (the product with
+//! beside it: `spmm` (its values' gradient the SDDMM, whose trait and rule live in the backend's
+//! `sddmm` and are re-exported as [`sddmm`]), `spmm_reduce` (the product with
 //! max or min in place of the sum, its gradient through the winning entries), `spgemm` (sparse · sparse, its
 //! gradients masked sparse products),
 //! `softmax` (segment softmax), and
@@ -16,7 +17,11 @@
 pub mod gradcheck;
 pub mod linalg;
 pub mod matmul;
-pub mod sddmm;
+/// The SDDMM primitive: its one trait, forward impls and backward rule live in
+/// `sparsegrad_backend::sddmm`; re-exported here so that the old path still resolves.
+pub mod sddmm {
+    pub use sparsegrad_backend::sddmm::SparseSddmm;
+}
 pub mod semi_structured;
 pub mod softmax;
 pub mod spgemm;

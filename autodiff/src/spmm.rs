@@ -26,7 +26,7 @@ use burn::backend::{
     Backend, Flex, TensorMetadata,
 };
 use burn::tensor::Slice;
-use sparsegrad_backend::sddmm::SddmmKernels;
+use sparsegrad_backend::sddmm::SparseSddmm;
 use sparsegrad_backend::spmm::SpmmKernels;
 use sparsegrad_kernels::pattern::TransposeCell;
 use std::sync::Arc;
@@ -129,7 +129,7 @@ struct Spmm;
 /// and its transposed-view cache.
 type SpmmState<B> = (IntTensor<B>, IntTensor<B>, FloatTensor<B>, FloatTensor<B>, bool, usize, Arc<TransposeCell>);
 
-impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Spmm {
+impl<B: SpmmKernels + SparseSddmm> Backward<B, 2> for Spmm {
     type State = SpmmState<B>;
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
@@ -156,9 +156,9 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Spmm {
             // SAFETY: the forward's pattern, valid over `k` columns (see above).
             let dv = unsafe {
                 if transpose {
-                    B::csr_sddmm(crow.clone(), col.clone(), x, g.clone())
+                    B::sparse_sddmm(crow.clone(), col.clone(), x, g.clone(), transposed.clone())
                 } else {
-                    B::csr_sddmm(crow.clone(), col.clone(), g.clone(), x)
+                    B::sparse_sddmm(crow.clone(), col.clone(), g.clone(), x, transposed.clone())
                 }
             };
             grads.register::<B>(node.id, dv);
@@ -172,7 +172,7 @@ impl<B: SpmmKernels + SddmmKernels> Backward<B, 2> for Spmm {
     }
 }
 
-impl<B: SpmmKernels + SddmmKernels, C: CheckpointStrategy> SparseSpmm for Autodiff<B, C> {
+impl<B: SpmmKernels + SparseSddmm, C: CheckpointStrategy> SparseSpmm for Autodiff<B, C> {
     unsafe fn sparse_spmm(
         crow: IntTensor<Self>,
         col: IntTensor<Self>,

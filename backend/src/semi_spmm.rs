@@ -11,14 +11,14 @@
 //! Behind the extension trait [`SemiKernels`]: Flex runs the host kernels of
 //! `sparsegrad-kernels`' `semi` (f32 and f64; f16 and bf16 widened to f32), Cube devices the
 //! kernels of `cube::semi` (which decode the words on the device), other backends the CSR
-//! defaults of [`SpmmKernels`] and [`SddmmKernels`] (the words read back at every call). No
+//! defaults of [`SpmmKernels`] and [`SparseSddmm`] (the words read back at every call). No
 //! metadata word can lead a kernel
 //! outside its operands (every nibble decodes to a column of its own group), so these methods
 //! are safe to call.
 
 use crate::flex::*;
 use crate::host::IntSlice;
-use crate::sddmm::SddmmKernels;
+use crate::sddmm::SparseSddmm;
 use crate::spmm::SpmmKernels;
 use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
@@ -41,7 +41,7 @@ use sparsegrad_kernels::semi_narrow::{semi_mm_narrow_16, semi_mm_narrow_bf16, NA
     label = "no sparsegrad kernels for this backend",
     note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
 )]
-pub trait SemiKernels: SpmmKernels + SddmmKernels {
+pub trait SemiKernels: SpmmKernels + SparseSddmm {
     /// `A · B` (`B [cols, n]`, result `[rows, n]`), or with `transposed` `B · Aᵀ`
     /// (`B [n, cols]`, result `[n, rows]`: a linear layer's product).
     fn semi_mm(
@@ -129,8 +129,10 @@ mod default {
     ) -> FloatTensor<B> {
         let rows = metadata.shape()[0];
         let (crow, col) = csr_pattern::<B>(metadata, cols, &g.device());
-        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns (the rows of `b`).
-        B::float_reshape(unsafe { B::csr_sddmm(crow, col, g, b) }, Shape::new([rows, cols / 2]))
+        // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns (the rows of `b`);
+        // the cell is fresh.
+        let out = unsafe { B::sparse_sddmm(crow, col, g, b, std::sync::Arc::new(TransposeCell::new())) };
+        B::float_reshape(out, Shape::new([rows, cols / 2]))
     }
 
     pub fn flat<B: Backend>(values: FloatTensor<B>) -> FloatTensor<B> {

@@ -50,20 +50,22 @@ impl SpmmKernels for crate::cube::CubeBackend {
         k: usize,
         transposed: &TransposeCell,
     ) -> FloatTensor<Self> {
-        use crate::sddmm::SddmmKernels;
+        use crate::sddmm::SparseSddmm;
         use burn::backend::ops::FloatTensorOps;
+        use std::sync::Arc;
         // SAFETY: as the default body: the pattern is valid over `k` columns (this method's
         // contract); `x [k, n]` for the forward product's `dX`, `g [k, n]` for the transposed one's.
+        // The SDDMM gets a fresh cell (the borrowed one cannot be shared; Cube ignores it).
         let (dx, dv) = unsafe {
             if transpose {
                 (
                     Self::csr_spmm(crow.clone(), col.clone(), values, g.clone(), transposed),
-                    Self::csr_sddmm(crow, col, x, g),
+                    Self::sparse_sddmm(crow, col, x, g, Arc::new(TransposeCell::new())),
                 )
             } else {
                 (
                     Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k, transposed),
-                    Self::csr_sddmm(crow, col, g, x),
+                    Self::sparse_sddmm(crow, col, g, x, Arc::new(TransposeCell::new())),
                 )
             }
         };

@@ -23,7 +23,7 @@ use std::sync::{Arc, Weak};
 /// over `$k` columns, for every pair of index types.
 ///
 /// Only for the bodies of the unsafe extension methods whose contract is that the tensors form
-/// a valid pattern over `$k` columns (`SpmmKernels`, `SddmmKernels`).
+/// a valid pattern over `$k` columns (`SpmmKernels`, `SparseSddmm`).
 macro_rules! with_pattern {
     ($crow:expr, $col:expr, $k:expr, |$a:ident| $body:expr) => {
         $crate::match_ints!($crate::flex::int_slice($crow), c => $crate::match_ints!($crate::flex::int_slice($col), p => {
