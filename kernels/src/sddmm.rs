@@ -13,7 +13,7 @@ use crate::pattern::CsrPattern;
 use crate::real::Real;
 use crate::scratch::{aligned_copy, Scratch};
 #[cfg(target_arch = "x86_64")]
-use crate::simd::reduce4;
+use crate::simd::{reduce4, reduce4_avx2};
 use crate::simd::{as_f32, as_f32_uninit, fmadd, isa, prefetch_row, Isa, PREFETCH};
 use core::mem::MaybeUninit;
 use macerator::{vload_unaligned, with_simd, Simd, Vector};
@@ -225,6 +225,68 @@ unsafe fn sddmm_rows_f32_avx512_x4<I: IndexElem, J: IndexElem, const V: usize, c
     }
 }
 
+/// The AVX2 twin of [`sddmm_rows_f32_avx512_x4`] at d = 64: the row of `a` stays in 8 of the 16
+/// ymm registers, four entries run as four multiply-add chains (4 more registers; two chains an
+/// entry would spill), and their dot products reduce together ([`reduce4_avx2`], 5 instructions
+/// instead of four horizontal reductions of 5). The generic body reloads the row of `a` for
+/// every four entries and reduces each sum alone.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sddmm_rows_f32_avx2_x4<I: IndexElem, J: IndexElem>(
+    p: CsrPattern<'_, I, J>,
+    a: &[f32],
+    b: &[f32],
+    r0: usize,
+    out: &mut [MaybeUninit<f32>],
+    ahead: usize,
+) {
+    use core::arch::x86_64::*;
+    const V: usize = 8;
+    let (crow, col) = (p.ptr(), p.idx());
+    let d = 8 * V;
+    let base = crow[r0].to_i64() as usize;
+    let (mut r, mut done) = (r0, 0);
+    while done < out.len() {
+        let (s, e) = (crow[r].to_i64() as usize, crow[r + 1].to_i64() as usize);
+        let ap = a[r * d..r * d + d].as_ptr();
+        // SAFETY: the row of `a` holds `d = 8 V` elements.
+        let ar: [__m256; V] = core::array::from_fn(|q| unsafe { _mm256_loadu_ps(ap.add(8 * q)) });
+        // Through `opaque`: the loads address a row as base + constant (`simd::opaque`).
+        let row = |j: usize| crate::simd::opaque(b[col[j].to_i64() as usize * d..][..d].as_ptr());
+        let mut j = s;
+        while j + 4 <= e {
+            for k in ahead..ahead + 4 {
+                prefetch_row(b, col, j + k, d, 0, d);
+            }
+            let bp = [row(j), row(j + 1), row(j + 2), row(j + 3)];
+            let mut acc = [_mm256_setzero_ps(); 4];
+            for q in 0..V {
+                for t in 0..4 {
+                    // SAFETY: `bp[t]` starts a row of `d = 8 V` elements of `b`.
+                    acc[t] = _mm256_fmadd_ps(ar[q], unsafe { _mm256_loadu_ps(bp[t].add(8 * q)) }, acc[t]);
+                }
+            }
+            let sums = reduce4_avx2(acc[0], acc[1], acc[2], acc[3]);
+            // SAFETY: entries j..j + 4 lie in this task's part of `out`.
+            unsafe { _mm_storeu_ps(out[j - base..j - base + 4].as_mut_ptr() as *mut f32, sums) };
+            j += 4;
+        }
+        while j < e {
+            let (bp, mut acc) = (row(j), _mm256_setzero_ps());
+            for (q, aq) in ar.iter().enumerate() {
+                // SAFETY: as above.
+                acc = _mm256_fmadd_ps(*aq, unsafe { _mm256_loadu_ps(bp.add(8 * q)) }, acc);
+            }
+            let s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps::<1>(acc));
+            let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+            out[j - base].write(_mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps::<0b01>(s2, s2))));
+            j += 1;
+        }
+        done += e - s;
+        r += 1;
+    }
+}
+
 /// `out[j] = a[row j] · b[col j]` on host slices: `a [m, d]` indexed by the pattern's rows,
 /// `b [k, d]` by its columns; `out [nnz]`.
 ///
@@ -358,9 +420,15 @@ fn prefetch_distance(b_bytes: usize) -> usize {
     }
 }
 
-/// Whether the f32 SDDMM kernel for width `d` keeps the row of `a` in registers (d = 64, 128).
+/// Whether the f32 SDDMM kernel for width `d` keeps the row of `a` in registers: d = 64 and 128
+/// on AVX-512 (32 zmm registers), d = 64 on AVX2 (16 ymm: the row takes 8).
 fn sddmm_holds_a_row<T: 'static>(d: usize) -> bool {
-    core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() && (d == 64 || d == 128) && isa() == Isa::Avx512
+    core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
+        && match isa() {
+            Isa::Avx512 => d == 64 || d == 128,
+            Isa::Avx2Fma => d == 64,
+            Isa::Portable => false,
+        }
 }
 
 fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>, a: &[T], b: &[T], d: usize) -> Vec<T> {
@@ -386,8 +454,14 @@ fn sddmm_aligned_b<T: Real, I: IndexElem, J: IndexElem>(p: CsrPattern<'_, I, J>,
     parts.into_par_iter().for_each(|(r0, part)| {
         #[cfg(target_arch = "x86_64")]
         if let (Some(a32), Some(b32), Some(o32)) = (as_f32(a), as_f32(b), as_f32_uninit(&mut *part)) {
+            if sddmm_holds_a_row::<T>(d) && isa() == Isa::Avx2Fma {
+                // SAFETY: `isa` detected AVX2 and FMA; `sddmm_holds_a_row` on AVX2 means d = 64,
+                // `a` is `[m, 64]` and `b` `[k, 64]` (asserted above and by `sddmm`).
+                unsafe { sddmm_rows_f32_avx2_x4::<I, J>(p, a32, b32, r0, o32, ahead) };
+                return;
+            }
             if sddmm_holds_a_row::<T>(d) {
-                // SAFETY: `isa` detected AVX-512F (`sddmm_holds_a_row`).
+                // SAFETY: `isa` detected AVX-512F (`sddmm_holds_a_row`, not AVX2 above).
                 unsafe {
                     if d == 64 {
                         sddmm_rows_f32_avx512_x4::<I, J, 4, false>(p, (a32, d), b32, r0, o32, ahead)

@@ -329,6 +329,22 @@ pub(crate) fn reduce4(
     _mm512_castps512_ps128(w)
 }
 
+/// [`reduce4`] on 8-lane vectors: three in-lane pairwise additions (`vhaddps`) leave the four
+/// sums of each 128-bit half side by side, and the halves add.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) fn reduce4_avx2(
+    d0: core::arch::x86_64::__m256,
+    d1: core::arch::x86_64::__m256,
+    d2: core::arch::x86_64::__m256,
+    d3: core::arch::x86_64::__m256,
+) -> core::arch::x86_64::__m128 {
+    use core::arch::x86_64::*;
+    let h = _mm256_hadd_ps(_mm256_hadd_ps(d0, d1), _mm256_hadd_ps(d2, d3));
+    _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{arch, isa, select, supported, Isa};

@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// The f32 AVX-512 SDDMM kernels (four entries at a time at d = 64 and 128, one at a time
-/// otherwise) against plain dot products; row lengths 0..9 exercise the remainders.
+/// The f32 SDDMM kernels that hold the row of `a` (AVX-512 at d = 64 and 128, AVX2 at d = 64;
+/// four entries at a time, one at a time otherwise) and the generic body against plain dot
+/// products, on whichever path `SPARSEGRAD_ISA` picks; row lengths 0..9 exercise the remainders.
 #[test]
 fn f32_sddmm_matches_dot_products() {
     let (m, k) = (11, 13);
