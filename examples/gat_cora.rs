@@ -21,6 +21,7 @@ mod dataset;
 mod device;
 #[path = "plot/mod.rs"]
 mod plot;
+use plot::Curves;
 #[path = "progress/mod.rs"]
 mod progress;
 
@@ -102,13 +103,6 @@ struct Graph<'a> {
     x_eval: SparseTensor<2>,
 }
 
-struct Curves {
-    train_loss: Vec<f64>,
-    val_loss: Vec<f64>,
-    train_acc: Vec<f64>,
-    val_acc: Vec<f64>,
-}
-
 fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) -> (f64, Curves) {
     device.seed(seed);
     let g = graph.g;
@@ -127,7 +121,7 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     // far; the model is saved when an epoch matches or beats both, and patience restarts when
     // it matches or beats either.
     let (mut best_acc, mut best_loss, mut best_model, mut waited) = (0.0, f64::INFINITY, model.valid(), 0);
-    let mut curves = Curves { train_loss: vec![], val_loss: vec![], train_acc: vec![], val_acc: vec![] };
+    let mut curves = Curves::default();
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     let mut epoch = 0;
     while epoch < epochs && waited < 100 {
@@ -187,33 +181,12 @@ fn main() {
         let (acc, curves) = run(seed, args.epochs, &graph, &device, &eval);
         accs.push(acc * 100.0);
         if let (0, Some(path)) = (seed, &args.png) {
-            let panels = [
-                plot::Panel {
-                    caption: "Loss",
-                    y_label: "cross-entropy",
-                    series: vec![
-                        plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
-                        plot::Series { name: "validation", values: &curves.val_loss },
-                    ],
-                },
-                plot::Panel {
-                    caption: "Accuracy",
-                    y_label: "accuracy",
-                    series: vec![
-                        plot::Series { name: "train (with dropout)", values: &curves.train_acc },
-                        plot::Series { name: "validation", values: &curves.val_acc },
-                    ],
-                },
-            ];
             let title = format!(
                 "GAT on {}, seed 0: test accuracy {:.1} % (best validation accuracy and loss)",
                 args.data.dataset.title(),
                 acc * 100.0
             );
-            match plot::curves(path, &title, &panels, (1000, 420)) {
-                Ok(()) => println!("curves of seed 0: {}", path.display()),
-                Err(e) => eprintln!("could not write {}: {e}", path.display()),
-            }
+            plot::training_curves(path, &title, &curves, "seed 0");
         }
     }
     let mean = accs.iter().sum::<f64>() / accs.len() as f64;

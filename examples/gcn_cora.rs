@@ -18,6 +18,7 @@ mod dataset;
 mod device;
 #[path = "plot/mod.rs"]
 mod plot;
+use plot::Curves;
 #[path = "progress/mod.rs"]
 mod progress;
 
@@ -84,13 +85,6 @@ fn evaluate(logits: &Tensor<2>, s: &Split, device: &Device) -> (Tensor<1>, f64) 
     (loss, correct as f64 / s.n as f64)
 }
 
-struct Curves {
-    train_loss: Vec<f64>,
-    val_loss: Vec<f64>,
-    train_acc: Vec<f64>,
-    val_acc: Vec<f64>,
-}
-
 /// The graph on both devices: the autodiff one trains, the plain one evaluates `valid()` models.
 struct Graph<'a> {
     g: &'a Planetoid,
@@ -107,7 +101,7 @@ fn run(seed: u64, epochs: u64, graph: &Graph, device: &Device, eval: &Device) ->
     let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
     let train = split(g, &g.train, device);
     let (val, test) = (split(g, &g.val, eval), split(g, &g.test, eval));
-    let mut curves = Curves { train_loss: vec![], val_loss: vec![], train_acc: vec![], val_acc: vec![] };
+    let mut curves = Curves::default();
     let mut step_ms = Vec::new();
     let progress = progress::Progress::new(epochs, format!("seed {seed:2}"));
     for epoch in 0..epochs {
@@ -176,29 +170,8 @@ fn main() {
         accs.push(acc * 100.0);
         steps.extend(ms);
         if let (0, Some(path)) = (seed, &args.png) {
-            let panels = [
-                plot::Panel {
-                    caption: "Loss",
-                    y_label: "cross-entropy",
-                    series: vec![
-                        plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
-                        plot::Series { name: "validation", values: &curves.val_loss },
-                    ],
-                },
-                plot::Panel {
-                    caption: "Accuracy",
-                    y_label: "accuracy",
-                    series: vec![
-                        plot::Series { name: "train (with dropout)", values: &curves.train_acc },
-                        plot::Series { name: "validation", values: &curves.val_acc },
-                    ],
-                },
-            ];
             let title = format!("GCN on {}, seed 0: test accuracy {:.1} %", args.data.dataset.title(), acc * 100.0);
-            match plot::curves(path, &title, &panels, (1000, 420)) {
-                Ok(()) => println!("curves of seed 0: {}", path.display()),
-                Err(e) => eprintln!("could not write {}: {e}", path.display()),
-            }
+            plot::training_curves(path, &title, &curves, "seed 0");
         }
     }
     steps.sort_by(f64::total_cmp);

@@ -19,6 +19,7 @@
 
 #[path = "plot/mod.rs"]
 mod plot;
+use plot::Curves;
 #[path = "progress/mod.rs"]
 mod progress;
 
@@ -29,7 +30,7 @@ use sparsegrad::candle::candle_nn::{
 };
 use sparsegrad::candle::{from_burn, mm, SparseTensor};
 use sparsegrad::nn::{gcn_norm, Planetoid};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// The GCN of gcn_cora in candle (candle-nn layers and optimiser, sparsegrad's candle `mm`).
@@ -101,15 +102,6 @@ fn evaluate(logits: &Tensor, s: &Split) -> Result<(Tensor, f64)> {
     Ok((loss, correct))
 }
 
-/// A run's curves, one value per epoch.
-#[derive(Default)]
-struct Curves {
-    train_loss: Vec<f64>,
-    val_loss: Vec<f64>,
-    train_acc: Vec<f64>,
-    val_acc: Vec<f64>,
-}
-
 fn run(run: u64, epochs: u64, g: &Planetoid, adj: &SparseTensor, x: &SparseTensor) -> Result<(f64, Vec<f64>, Curves)> {
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
@@ -148,32 +140,6 @@ fn run(run: u64, epochs: u64, g: &Planetoid, adj: &SparseTensor, x: &SparseTenso
     Ok((test_acc, step_ms, curves))
 }
 
-/// Draws the curves of a run into `path`.
-fn draw(path: &Path, title: &str, curves: &Curves) {
-    let panels = [
-        plot::Panel {
-            caption: "Loss",
-            y_label: "cross-entropy",
-            series: vec![
-                plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
-                plot::Series { name: "validation", values: &curves.val_loss },
-            ],
-        },
-        plot::Panel {
-            caption: "Accuracy",
-            y_label: "accuracy",
-            series: vec![
-                plot::Series { name: "train (with dropout)", values: &curves.train_acc },
-                plot::Series { name: "validation", values: &curves.val_acc },
-            ],
-        },
-    ];
-    match plot::curves(path, title, &panels, (1000, 420)) {
-        Ok(()) => println!("curves of run 0: {}", path.display()),
-        Err(e) => eprintln!("could not write {}: {e}", path.display()),
-    }
-}
-
 fn main() -> Result<()> {
     let args = Args::parse();
     let g = Planetoid::new(None, "Cora").unwrap_or_else(|e| {
@@ -201,7 +167,8 @@ fn main() -> Result<()> {
         accs.push(acc * 100.0);
         steps.extend(ms);
         if let (0, Some(path)) = (r, &args.png) {
-            draw(path, &format!("GCN in candle on Cora, run 0: test accuracy {:.1} %", acc * 100.0), &curves);
+            let title = format!("GCN in candle on Cora, run 0: test accuracy {:.1} %", acc * 100.0);
+            plot::training_curves(path, &title, &curves, "run 0");
         }
     }
     steps.sort_by(f64::total_cmp);

@@ -23,6 +23,7 @@
 mod dataset;
 #[path = "plot/mod.rs"]
 mod plot;
+use plot::Curves;
 #[path = "progress/mod.rs"]
 mod progress;
 
@@ -194,15 +195,6 @@ fn evaluate(
     (loss, correct as f64 / n as f64)
 }
 
-/// A run's curves, one value per epoch.
-#[derive(Default)]
-struct Curves {
-    train_loss: Vec<f64>,
-    val_loss: Vec<f64>,
-    train_acc: Vec<f64>,
-    val_acc: Vec<f64>,
-}
-
 fn run(
     seed: u64,
     args: &Args,
@@ -245,32 +237,6 @@ fn run(
     (acc, curves)
 }
 
-/// Draws the curves of a run into `path`.
-fn draw(path: &std::path::Path, title: &str, curves: &Curves) {
-    let panels = [
-        plot::Panel {
-            caption: "Loss",
-            y_label: "cross-entropy",
-            series: vec![
-                plot::Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
-                plot::Series { name: "validation", values: &curves.val_loss },
-            ],
-        },
-        plot::Panel {
-            caption: "Accuracy",
-            y_label: "accuracy",
-            series: vec![
-                plot::Series { name: "train (with dropout)", values: &curves.train_acc },
-                plot::Series { name: "validation", values: &curves.val_acc },
-            ],
-        },
-    ];
-    match plot::curves(path, title, &panels, (1000, 420)) {
-        Ok(()) => println!("curves of seed 0: {}", path.display()),
-        Err(e) => eprintln!("could not write {}: {e}", path.display()),
-    }
-}
-
 fn main() {
     let args = Args::parse();
     let g = args.data.load();
@@ -300,7 +266,7 @@ fn main() {
                 args.data.dataset.title(),
                 acc * 100.0
             );
-            draw(path, &title, &curves);
+            plot::training_curves(path, &title, &curves, "seed 0");
         }
     }
     let mean = accs.iter().sum::<f64>() / accs.len() as f64;

@@ -121,6 +121,42 @@ pub fn curves(path: &Path, title: &str, panels: &[Panel], (width, height): (u32,
     Ok(())
 }
 
+/// The per-epoch curves of one training run of the node-classification examples.
+#[derive(Default)]
+pub struct Curves {
+    pub train_loss: Vec<f64>,
+    pub val_loss: Vec<f64>,
+    pub train_acc: Vec<f64>,
+    pub val_acc: Vec<f64>,
+}
+
+/// Draws a run's loss and accuracy panels into `path` (1000 x 420) and says where, or why it
+/// could not; `run` names the run in that line ("seed 0").
+pub fn training_curves(path: &Path, title: &str, curves: &Curves, run: &str) {
+    let panels = [
+        Panel {
+            caption: "Loss",
+            y_label: "cross-entropy",
+            series: vec![
+                Series { name: "train (with dropout, + L2)", values: &curves.train_loss },
+                Series { name: "validation", values: &curves.val_loss },
+            ],
+        },
+        Panel {
+            caption: "Accuracy",
+            y_label: "accuracy",
+            series: vec![
+                Series { name: "train (with dropout)", values: &curves.train_acc },
+                Series { name: "validation", values: &curves.val_acc },
+            ],
+        },
+    ];
+    match self::curves(path, title, &panels, (1000, 420)) {
+        Ok(()) => println!("curves of {run}: {}", path.display()),
+        Err(e) => eprintln!("could not write {}: {e}", path.display()),
+    }
+}
+
 /// One set of measured points: its legend name and its `(x, y)` pairs, joined in x order.
 pub struct Points<'a> {
     pub name: &'a str,

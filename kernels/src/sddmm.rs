@@ -12,9 +12,9 @@ use crate::index::IndexElem;
 use crate::pattern::CsrPattern;
 use crate::real::Real;
 use crate::scratch::{aligned_copy, Scratch};
+use crate::simd::{as_f32, as_f32_uninit, fmadd, isa, prefetch_row, Isa, PREFETCH};
 #[cfg(target_arch = "x86_64")]
 use crate::simd::{reduce4, reduce4_avx2};
-use crate::simd::{as_f32, as_f32_uninit, fmadd, isa, prefetch_row, Isa, PREFETCH};
 use core::mem::MaybeUninit;
 use macerator::{vload_unaligned, with_simd, Simd, Vector};
 use rayon::prelude::*;
@@ -260,10 +260,10 @@ unsafe fn sddmm_rows_f32_avx2_x4<I: IndexElem, J: IndexElem>(
             }
             let bp = [row(j), row(j + 1), row(j + 2), row(j + 3)];
             let mut acc = [_mm256_setzero_ps(); 4];
-            for q in 0..V {
-                for t in 0..4 {
-                    // SAFETY: `bp[t]` starts a row of `d = 8 V` elements of `b`.
-                    acc[t] = _mm256_fmadd_ps(ar[q], unsafe { _mm256_loadu_ps(bp[t].add(8 * q)) }, acc[t]);
+            for (q, aq) in ar.iter().enumerate() {
+                for (acc, bp) in acc.iter_mut().zip(bp) {
+                    // SAFETY: `bp` starts a row of `d = 8 V` elements of `b`.
+                    *acc = _mm256_fmadd_ps(*aq, unsafe { _mm256_loadu_ps(bp.add(8 * q)) }, *acc);
                 }
             }
             let sums = reduce4_avx2(acc[0], acc[1], acc[2], acc[3]);
