@@ -4,7 +4,8 @@
 //! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
 //! beside it: `spmm` (its values' gradient the SDDMM, whose trait and rule live in the backend's
 //! `sddmm` and are re-exported as [`sddmm`]), `spmm_reduce` (the product with
-//! max or min in place of the sum, its gradient through the winning entries), `spgemm` (sparse · sparse, its
+//! max or min in place of the sum, its gradient through the winning entries: its trait and rule
+//! live in the backend's `spmm_reduce`, re-exported as [`spmm_reduce`]), `spgemm` (sparse · sparse, its
 //! gradients masked sparse products),
 //! `softmax` (segment softmax), and
 //! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
@@ -26,7 +27,11 @@ pub mod semi_structured;
 pub mod softmax;
 pub mod spgemm;
 pub mod spmm;
-pub mod spmm_reduce;
+/// The arg-extreme SpMM primitive: its one trait, forward impls and backward rule live in
+/// `sparsegrad_backend::spmm_reduce`; re-exported here so that the old path still resolves.
+pub mod spmm_reduce {
+    pub use sparsegrad_backend::spmm_reduce::SparseSpmmReduce;
+}
 pub mod srste;
 
 pub use gradcheck::{gradcheck, GradInput, GradcheckError, GradcheckOptions, GradcheckReport, Mismatch};

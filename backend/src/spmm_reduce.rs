@@ -1,15 +1,23 @@
-//! SpMM with an extreme in place of the sum (`reduce = "amax" | "amin"`), behind the burn
-//! extension trait [`SpmmReduceKernels`]: the forward gives the extremes and, for every output
-//! element, the storage position of the entry that won (its arg); the backward sends the output
-//! gradient to those entries only. Forward only: the rule that differentiates it lives in
-//! `sparsegrad-autodiff`'s `spmm_reduce`.
+//! SpMM with an extreme in place of the sum (`reduce = "amax" | "amin"`): `out[i, c]` the
+//! largest (or smallest) `a[i, j] · x[j, c]` over the stored entries of row `i` (0 for a row
+//! without one). One burn extension trait, [`SparseSpmmReduce`], holds the forward impl of each
+//! backend and, beside them, the backward rule (JAX style).
 //!
-//! Flex runs the host kernels of `sparsegrad_kernels::spmm_reduce` on its buffers (f32 and f64;
-//! f16 and bf16 widened to f32); any other backend gets a default that reads the operands back
-//! to the host, runs the same kernels in f64 and uploads the result.
+//! - Forward: the kernels give the extremes and, for every output element, the storage position
+//!   of the entry that won (its arg). Flex runs the host kernels of
+//!   `sparsegrad_kernels::spmm_reduce` on its buffers (f32 and f64; f16 and bf16 widened to f32),
+//!   Cube devices the kernels of `cube::spmm_reduce` (under burn's `fusion`, on the resolved
+//!   tensors); any other backend gets the trait's default, which reads the operands back to the
+//!   host, runs the same kernels in f64 and uploads the result.
+//! - Backward (`Autodiff`): the gradient goes to the winning entry of every output element alone
+//!   (torch's `scatter_reduce` with `amax` / `amin`), `dvalues[p] += g[i, c] · x[col p, c]` and
+//!   `dX[col p, c] += g[i, c] · a_p`, from the args the forward saved, by the inner backend's
+//!   backward kernel.
 //!
-//! The methods are `unsafe` for the reason `SpmmKernels`'s are: they take the pattern as raw
-//! index tensors that the kernels walk through unchecked offsets.
+//! Behind `sparsegrad-autodiff`'s `matmul::mm_reduce` (`Reduce::Amax`, `Reduce::Amin`); `sum`
+//! and `mean` are the plain SpMM. The methods are `unsafe` for the reason `SpmmKernels`'s are:
+//! they take the pattern as raw index tensors that the kernels walk through unchecked offsets;
+//! `matmul` calls them only with the patterns of checked tensors.
 
 use crate::flex::*;
 use crate::spmm::with_pattern;
@@ -24,21 +32,39 @@ use sparsegrad_kernels::alloc::out_len;
 use sparsegrad_kernels::pattern::CsrPattern;
 use sparsegrad_kernels::spmm_reduce::{spmm_arg_extreme, spmm_arg_extreme_backward};
 
-/// The arg-extreme product kernels.
+/// The arg-extreme CSR product, differentiable on `Autodiff`, and the kernels its rule runs.
 ///
 /// # Safety
 /// Every method takes a CSR pattern `A [m, k]` as `crow [m + 1]` and `col [nnz]`, valid as
-/// `CsrPattern::new` checks it, with `k` the rows of `x`; `values [nnz]`, `x [k, n]`.
-#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+/// `CsrPattern::new` checks it, with `k` the rows of `x [k, n]`; `values [nnz]`.
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 #[diagnostic::on_unimplemented(
-    message = "sparsegrad has no kernels for the backend `{Self}` (`SpmmReduceKernels` is not implemented)",
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSpmmReduce` is not implemented)",
     label = "no sparsegrad kernels for this backend",
     note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
 )]
-pub trait SpmmReduceKernels: Backend {
-    /// The extremes of `a[i, j] · x[j, c]` over each row's entries (`max`, else min) `[m, n]`,
-    /// and the winning entries' positions `[m, n]` (int64; `nnz` for an empty row, whose
-    /// output is 0). Ties go to the first entry in storage order.
+pub trait SparseSpmmReduce: Backend {
+    /// The extremes `[m, n]` (`max`, else min) of `a[i, j] · x[j, c]` over each row's entries:
+    /// the differentiable primitive (`Autodiff` records the rule; the untracked backends run
+    /// [`csr_spmm_arg_extreme`](Self::csr_spmm_arg_extreme) and drop the args).
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn sparse_spmm_arg_extreme(
+        crow: IntTensor<Self>,
+        col: IntTensor<Self>,
+        values: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        max: bool,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract (its caller's) is the kernel's.
+        unsafe { Self::csr_spmm_arg_extreme(crow, col, values, x, max).0 }
+    }
+
+    /// The forward kernel: the extremes of `a[i, j] · x[j, c]` over each row's entries (`max`,
+    /// else min) `[m, n]`, and the winning entries' positions `[m, n]` (int64; `nnz` for an
+    /// empty row, whose output is 0). Ties go to the first entry in storage order. Untracked
+    /// (on `Autodiff`, the default through the host).
     ///
     /// # Safety
     /// See the trait.
@@ -53,8 +79,8 @@ pub trait SpmmReduceKernels: Backend {
         unsafe { default::arg_extreme::<Self>(crow, col, values, x, max) }
     }
 
-    /// Both gradients from the forward's `arg` and the output gradient `g [m, n]`, in one flat
-    /// tensor: `dX`'s `k · n` elements, then the values' `nnz`.
+    /// The backward kernel: both gradients from the forward's `arg` and the output gradient
+    /// `g [m, n]`, in one flat tensor: `dX`'s `k · n` elements, then the values' `nnz`.
     ///
     /// # Safety
     /// See the trait; `arg` is the forward's (an entry of its row, or `nnz`: checked anyway).
@@ -76,7 +102,7 @@ pub trait SpmmReduceKernels: Backend {
 pub(crate) mod default {
     use super::*;
 
-    /// [`SpmmReduceKernels::csr_spmm_arg_extreme`] through the host.
+    /// [`SparseSpmmReduce::csr_spmm_arg_extreme`] through the host.
     ///
     /// # Safety
     /// As the trait method.
@@ -100,7 +126,7 @@ pub(crate) mod default {
         )
     }
 
-    /// [`SpmmReduceKernels::csr_spmm_arg_extreme_backward`] through the host.
+    /// [`SparseSpmmReduce::csr_spmm_arg_extreme_backward`] through the host.
     ///
     /// # Safety
     /// As the trait method.
@@ -145,7 +171,7 @@ pub(crate) mod default {
 /// Cube devices: the kernels of `cube::spmm_reduce` (args that name no entry of their row pass
 /// no gradient there, rather than a panic).
 #[cfg(feature = "cube")]
-impl SpmmReduceKernels for crate::cube::CubeBackend {
+impl SparseSpmmReduce for crate::cube::CubeBackend {
     unsafe fn csr_spmm_arg_extreme(
         crow: IntTensor<Self>,
         col: IntTensor<Self>,
@@ -170,7 +196,7 @@ impl SpmmReduceKernels for crate::cube::CubeBackend {
 
 /// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SpmmReduceKernels for crate::cube::FusedCube {
+impl SparseSpmmReduce for crate::cube::FusedCube {
     unsafe fn csr_spmm_arg_extreme(
         crow: IntTensor<Self>,
         col: IntTensor<Self>,
@@ -180,7 +206,8 @@ impl SpmmReduceKernels for crate::cube::FusedCube {
     ) -> (FloatTensor<Self>, IntTensor<Self>) {
         use crate::cube::fused::{float, int, publish, Out};
         let client = values.client.clone();
-        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        // SAFETY: the same tensors, resolved: this method's contract (its caller's) is the Cube
+        // impl's.
         let (out, arg) = unsafe {
             crate::cube::CubeBackend::csr_spmm_arg_extreme(int(crow), int(col), float(values), float(x), max)
         };
@@ -198,7 +225,8 @@ impl SpmmReduceKernels for crate::cube::FusedCube {
     ) -> FloatTensor<Self> {
         use crate::cube::fused::{float, int, publish_float};
         let client = values.client.clone();
-        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
+        // SAFETY: the same tensors, resolved: this method's contract (its caller's) is the Cube
+        // impl's.
         let out = unsafe {
             crate::cube::CubeBackend::csr_spmm_arg_extreme_backward(
                 int(crow),
@@ -213,7 +241,7 @@ impl SpmmReduceKernels for crate::cube::FusedCube {
     }
 }
 
-impl SpmmReduceKernels for Flex {
+impl SparseSpmmReduce for Flex {
     unsafe fn csr_spmm_arg_extreme(
         crow: FlexTensor,
         col: FlexTensor,
@@ -275,6 +303,69 @@ impl SpmmReduceKernels for Flex {
             |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
             |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
         )
+    }
+}
+
+/// The backward rule and the tracked forward.
+mod autodiff_impl {
+    use super::*;
+    use burn::backend::autodiff::{
+        checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
+        grads::Gradients,
+        ops::{Backward, Ops, OpsKind},
+        Autodiff,
+    };
+    use burn::tensor::Slice;
+
+    /// Backward of `sparse_spmm_arg_extreme`; parents `[values, x]`.
+    #[derive(Debug)]
+    struct ArgExtreme;
+
+    /// The pattern, both operands (for each other's gradient) and the forward's args.
+    type ArgExtremeState<B> = (IntTensor<B>, IntTensor<B>, FloatTensor<B>, FloatTensor<B>, IntTensor<B>);
+
+    impl<B: SparseSpmmReduce> Backward<B, 2> for ArgExtreme {
+        type State = ArgExtremeState<B>;
+
+        fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+            let (crow, col, values, x, arg) = ops.state;
+            let [values_node, x_node] = ops.parents;
+            let g = grads.consume::<B>(&ops.node);
+            let (nnz, xshape) = (values.shape().num_elements(), x.shape());
+            let len = xshape.num_elements();
+            // SAFETY: the state holds the pattern the forward was called with (valid over the
+            // rows of `x`: its caller's contract), its operands and its args; `g` is shaped as
+            // its output.
+            let both = unsafe { B::csr_spmm_arg_extreme_backward(crow, col, values, x, arg, g) };
+            if let Some(node) = x_node {
+                let dx =
+                    B::float_reshape(B::float_slice(both.clone(), &[Slice::new(0, Some(len as isize), 1)]), xshape);
+                grads.register::<B>(node.id, dx);
+            }
+            if let Some(node) = values_node {
+                let dv = B::float_slice(both, &[Slice::new(len as isize, Some((len + nnz) as isize), 1)]);
+                grads.register::<B>(node.id, dv);
+            }
+        }
+    }
+
+    impl<B: SparseSpmmReduce, C: CheckpointStrategy> SparseSpmmReduce for Autodiff<B, C> {
+        unsafe fn sparse_spmm_arg_extreme(
+            crow: IntTensor<Self>,
+            col: IntTensor<Self>,
+            values: FloatTensor<Self>,
+            x: FloatTensor<Self>,
+            max: bool,
+        ) -> FloatTensor<Self> {
+            let guards = [values.node(), x.node()];
+            let (v, xp) = (values.into_primitive(), x.into_primitive());
+            // SAFETY: the caller's contract for this method is the inner backend's kernel's.
+            let (out, arg) = unsafe { B::csr_spmm_arg_extreme(crow.clone(), col.clone(), v.clone(), xp.clone(), max) };
+            match ArgExtreme.prepare::<C>(guards).compute_bound().stateful() {
+                OpsKind::Tracked(prep) => prep.finish((crow, col, v, xp, arg), out),
+                OpsKind::UnTracked(prep) => prep.finish(out),
+            }
+        }
     }
 }
 

@@ -2,10 +2,10 @@
 //! of the products of a sparse row with a dense matrix.
 
 use super::csr::{csr_of, mismatch, spmm, Csr};
-use crate::spmm_reduce::SparseSpmmReduce;
 use burn::backend::Dispatch;
 use burn::tensor::Tensor;
 use sparsegrad_backend::alloc::ensure_allocatable;
+use sparsegrad_backend::spmm_reduce::SparseSpmmReduce;
 use sparsegrad_backend::{Layout, Result, SparseTensor};
 
 /// The reduction of [`mm_reduce`] over the stored entries of a row (torch's `reduce=` argument
