@@ -7,7 +7,8 @@
 //! max or min in place of the sum, its gradient through the winning entries: its trait and rule
 //! live in the backend's `spmm_reduce`, re-exported as [`spmm_reduce`]), `spgemm` (sparse · sparse, its
 //! gradients masked sparse products),
-//! `softmax` (segment softmax), and
+//! `softmax` (segment softmax: the torch-named functions; its trait and rule live in the
+//! backend's `softmax`, re-exported), and
 //! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
 //! product of a dense master weight); `matmul` holds the torch-named functions
 //! built on the products, `linalg` the low-rank factorisations and the eigensolver on top of

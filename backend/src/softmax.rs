@@ -1,18 +1,27 @@
-//! Segment softmax, the fused kernel behind `sparse::softmax` and `sparse::log_softmax` (forward
-//! and the backward products; the differentiable op and its rule live in `sparsegrad-autodiff`).
+//! Segment softmax, the fused primitive behind `sparse::softmax` and `sparse::log_softmax`. One
+//! burn extension trait, [`SparseSoftmax`], holds the forward impl of each backend and, beside
+//! them, the backward rule (JAX style).
 //!
 //! torch's sparse softmax treats unspecified elements as -inf, so along `dim` each slice is a
 //! softmax over its stored elements only. A *segment* is the set of stored elements that share
-//! every index but the one along `dim`. Two parts:
+//! every index but the one along `dim`. Three parts:
 //!
 //! - index algebra ([`SparseTensor::segment_plan`]): the segments as offsets into an order of the
 //!   stored elements. Storage order already groups them when `dim` is the last indexed dim of a
 //!   coalesced COO tensor or the plain dim of CSR/CSC (the offsets are then the row pointers);
 //!   otherwise the elements are stably sorted on their key with `dim` removed.
-//! - the kernels ([`SoftmaxKernels`]): three short passes over each segment while it is in cache
-//!   (the max; the shifted exponentials, stored, and their sum; the scaled output), segments in
-//!   parallel blocks balanced by element count, each dense column of hybrid values on its own. Flex runs them on its buffers (f32 and f64; f16 and bf16 computed in f32), any
-//!   other backend gets defaults composed of burn ops (gather, scatter with max and add).
+//! - forward: the kernels (the trait's `segment_softmax` and `segment_softmax_backward`) make
+//!   three short passes over each segment while it is in cache (the max; the shifted
+//!   exponentials, stored, and their sum; the scaled output), segments in parallel blocks
+//!   balanced by element count, each dense column of hybrid values on its own. Flex runs them on
+//!   its buffers (f32 and f64; f16 and bf16 computed in f32), Cube devices the kernels of
+//!   `cube::softmax` (under burn's `fusion`, on the resolved tensors), any other backend gets
+//!   defaults composed of burn ops (gather, scatter with max and add).
+//! - backward (`Autodiff`): the closed form on the same segments, from the saved output `y`:
+//!   softmax `dx = y * (g - sum_seg(g * y))`, log-softmax `dx = g - exp(y) * sum_seg(g)`, by the
+//!   inner backend's backward kernel. Both stay on the input's pattern.
+//!
+//! The torch-named functions on top live in `sparsegrad-autodiff`'s `softmax`.
 
 use crate::algebra::{compress, keys::FastDiv, sort, IndexElem};
 use crate::error::{invalid, Result, SparseError};
@@ -31,20 +40,35 @@ use burn::backend::{
 use burn::tensor::{DType, Int, Tensor, TensorData};
 pub use sparsegrad_kernels::softmax::{segment_softmax, segment_softmax_backward, SoftmaxReal};
 
-/// Segment softmax and its backward products on `[elements, width]` values.
+/// The segment softmax on `[elements, width]` values, differentiable on `Autodiff`, and the
+/// kernels its rule runs.
 ///
 /// Segment `s` holds the elements `order[offsets[s]..offsets[s + 1]]`; an empty `order` stands
 /// for storage order (the positions themselves: extension ops take no optional tensors, and an
 /// identity permutation would cost a pass over every element). Each of the `width` columns is
 /// normalised on its own. Outputs are in the input's element order.
-#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 #[diagnostic::on_unimplemented(
-    message = "sparsegrad has no kernels for the backend `{Self}` (`SoftmaxKernels` is not implemented)",
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSoftmax` is not implemented)",
     label = "no sparsegrad kernels for this backend",
     note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
 )]
-pub trait SoftmaxKernels: Backend {
-    /// `y = softmax(x)` per segment, or `log_softmax(x)` when `log`.
+pub trait SparseSoftmax: Backend {
+    /// Softmax (`log`: log-softmax) of `values [elements, width]` over the segments given by
+    /// `offsets` into `order` (empty: storage order), as [`segment_softmax`](Self::segment_softmax):
+    /// the differentiable primitive (`Autodiff` records the rule; the untracked backends run the
+    /// forward kernel).
+    fn sparse_segment_softmax(
+        values: FloatTensor<Self>,
+        offsets: IntTensor<Self>,
+        order: IntTensor<Self>,
+        log: bool,
+    ) -> FloatTensor<Self> {
+        Self::segment_softmax(values, offsets, order, log)
+    }
+
+    /// The forward kernel: `y = softmax(x)` per segment, or `log_softmax(x)` when `log`.
+    /// Untracked (on `Autodiff`, the default of burn ops, which burn differentiates).
     fn segment_softmax(
         values: FloatTensor<Self>,
         offsets: IntTensor<Self>,
@@ -54,8 +78,8 @@ pub trait SoftmaxKernels: Backend {
         default::softmax::<Self>(values, offsets, order, log)
     }
 
-    /// The input gradient from the output `y` and its gradient `g`: `y * (g - sum_seg(g * y))`,
-    /// or `g - exp(y) * sum_seg(g)` when `y` is a log-softmax.
+    /// The backward kernel: the input gradient from the output `y` and its gradient `g`:
+    /// `y * (g - sum_seg(g * y))`, or `g - exp(y) * sum_seg(g)` when `y` is a log-softmax.
     fn segment_softmax_backward(
         y: FloatTensor<Self>,
         g: FloatTensor<Self>,
@@ -277,7 +301,7 @@ macro_rules! with_segments {
 
 /// Cube devices: the kernels of `cube::softmax` (16-bit floats widened to f32, as on Flex).
 #[cfg(feature = "cube")]
-impl SoftmaxKernels for crate::cube::CubeBackend {
+impl SparseSoftmax for crate::cube::CubeBackend {
     fn segment_softmax(
         values: FloatTensor<Self>,
         offsets: IntTensor<Self>,
@@ -300,7 +324,7 @@ impl SoftmaxKernels for crate::cube::CubeBackend {
 
 /// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SoftmaxKernels for crate::cube::FusedCube {
+impl SparseSoftmax for crate::cube::FusedCube {
     fn segment_softmax(
         values: FloatTensor<Self>,
         offsets: IntTensor<Self>,
@@ -326,7 +350,7 @@ impl SoftmaxKernels for crate::cube::FusedCube {
     }
 }
 
-impl SoftmaxKernels for Flex {
+impl SparseSoftmax for Flex {
     fn segment_softmax(values: FlexTensor, offsets: FlexTensor, order: FlexTensor, log: bool) -> FlexTensor {
         let [n, width] = [values.shape()[0], values.shape()[1]];
         with_real(
@@ -454,6 +478,49 @@ pub mod default {
             B::float_mul(y, B::float_sub(g, sum))
         };
         ungrouped::<B>(dx, order)
+    }
+}
+
+/// The backward rule and the tracked forward.
+mod autodiff_impl {
+    use super::*;
+    use burn::backend::autodiff::{
+        checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
+        grads::Gradients,
+        ops::{Backward, Ops, OpsKind},
+        Autodiff,
+    };
+
+    /// Backward of `sparse_segment_softmax`; one parent, the values.
+    #[derive(Debug)]
+    struct SegmentSoftmax;
+
+    impl<B: SparseSoftmax> Backward<B, 1> for SegmentSoftmax {
+        /// The output, the segments and which of the two functions it was.
+        type State = (FloatTensor<B>, IntTensor<B>, IntTensor<B>, bool);
+
+        fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+            let (y, offsets, order, log) = ops.state;
+            burn::backend::autodiff::ops::unary::<B, _>(ops.parents, ops.node, grads, |g| {
+                B::segment_softmax_backward(y, g, offsets, order, log)
+            });
+        }
+    }
+
+    impl<B: SparseSoftmax, C: CheckpointStrategy> SparseSoftmax for Autodiff<B, C> {
+        fn sparse_segment_softmax(
+            values: FloatTensor<Self>,
+            offsets: IntTensor<Self>,
+            order: IntTensor<Self>,
+            log: bool,
+        ) -> FloatTensor<Self> {
+            let guard = values.node();
+            let y = B::segment_softmax(values.into_primitive(), offsets.clone(), order.clone(), log);
+            match SegmentSoftmax.prepare::<C>([guard]).compute_bound().stateful() {
+                OpsKind::Tracked(prep) => prep.finish((y.clone(), offsets, order, log), y),
+                OpsKind::UnTracked(prep) => prep.finish(y),
+            }
+        }
     }
 }
 
