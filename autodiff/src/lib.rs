@@ -6,7 +6,8 @@
 //! `sddmm` and are re-exported as [`sddmm`]), `spmm_reduce` (the product with
 //! max or min in place of the sum, its gradient through the winning entries: its trait and rule
 //! live in the backend's `spmm_reduce`, re-exported as [`spmm_reduce`]), `spgemm` (sparse · sparse, its
-//! gradients masked sparse products),
+//! gradients masked sparse products: its trait and rule live in the backend's `spgemm`,
+//! re-exported as [`spgemm`]),
 //! `softmax` (segment softmax: the torch-named functions; its trait and rule live in the
 //! backend's `softmax`, re-exported), and
 //! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
@@ -26,7 +27,11 @@ pub mod sddmm {
 }
 pub mod semi_structured;
 pub mod softmax;
-pub mod spgemm;
+/// The SpGEMM primitive: its one trait, forward impls and backward rule live in
+/// `sparsegrad_backend::spgemm`; re-exported here so that the old path still resolves.
+pub mod spgemm {
+    pub use sparsegrad_backend::spgemm::SparseSpgemm;
+}
 pub mod spmm;
 /// The arg-extreme SpMM primitive: its one trait, forward impls and backward rule live in
 /// `sparsegrad_backend::spmm_reduce`; re-exported here so that the old path still resolves.

@@ -13,8 +13,8 @@
 //! - The extension traits, a primitive per file, each with its portable default and its Flex
 //!   impl over the kernels: `spmm`, `spmm_reduce`, `sddmm`, `spgemm`, `softmax`, `semi_spmm`, `movement` (the row
 //!   movements), and `host` (zero-copy host views of tensors); `movement`, `sddmm`,
-//!   `spmm_reduce` and `softmax` hold their autodiff rules too (one trait with the `Autodiff`
-//!   impl).
+//!   `spmm_reduce`, `softmax` and `spgemm` hold their autodiff rules too (one trait with the
+//!   `Autodiff` impl).
 //! - `cube` (feature `cube`, turned on by `wgpu`): the CubeCL kernels behind the traits' impls
 //!   for burn's Cube backend.
 //! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).

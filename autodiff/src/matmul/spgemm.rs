@@ -2,13 +2,12 @@
 //! cancelled zeros), a CSR product differentiable w.r.t. both operands' values.
 
 use super::csr::mismatch;
-use crate::spgemm::SparseSpgemm;
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 use sparsegrad_backend::algebra::validate::check_numel;
 use sparsegrad_backend::alloc::ensure_allocatable;
 use sparsegrad_backend::error::invalid;
-use sparsegrad_backend::spgemm::{masked_product_pattern_on_device, product_count, product_pattern};
+use sparsegrad_backend::spgemm::{masked_product_pattern_on_device, product_count, product_pattern, SparseSpgemm};
 use sparsegrad_backend::util::{index_dtype_for, reshape, reshape_int, try_int_tensor};
 use sparsegrad_backend::{Layout, Result, SparseTensor};
 

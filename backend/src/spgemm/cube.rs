@@ -1,13 +1,13 @@
-//! [`SpgemmKernels`] on Cube devices, with and without burn's `fusion`: the kernels of
+//! [`SparseSpgemm`] on Cube devices, with and without burn's `fusion`: the kernels of
 //! `cube::spgemm` where the indices fit them, the portable defaults elsewhere.
 
-use super::{default, SpgemmKernels};
+use super::{default, SparseSpgemm};
 use burn::backend::tensor::{FloatTensor, IntTensor};
 
 /// Cube devices: the kernels of `cube::spgemm` for 32- and 64-bit indices (the portable
 /// defaults for others, and for a whole product too large for the device sort).
 #[cfg(feature = "cube")]
-impl SpgemmKernels for crate::cube::CubeBackend {
+impl SparseSpgemm for crate::cube::CubeBackend {
     unsafe fn csr_spgemm(
         a_crow: IntTensor<Self>,
         a_col: IntTensor<Self>,
@@ -95,7 +95,7 @@ impl SpgemmKernels for crate::cube::CubeBackend {
 
 /// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SpgemmKernels for crate::cube::FusedCube {
+impl SparseSpgemm for crate::cube::FusedCube {
     #[allow(clippy::too_many_arguments)]
     unsafe fn csr_spgemm(
         a_crow: IntTensor<Self>,

@@ -1,10 +1,10 @@
-//! The portable bodies of [`SpgemmKernels`]: the operands read back, the host kernels run, the
+//! The portable bodies of [`SparseSpgemm`]: the operands read back, the host kernels run, the
 //! results uploaded (one round trip per call).
 //!
 //! # Safety
 //! Every function: the trait's contract.
 //!
-//! [`SpgemmKernels`]: super::SpgemmKernels
+//! [`SparseSpgemm`]: super::SparseSpgemm
 
 use crate::host::IntSlice;
 use burn::backend::{
@@ -16,7 +16,7 @@ use burn::tensor::{DType, TensorData};
 use sparsegrad_kernels::pattern::CsrPattern;
 use sparsegrad_kernels::spgemm::{spgemm, spgemm_grad_a, spgemm_grad_b, spgemm_numeric};
 
-/// [`SpgemmKernels::csr_spgemm`](super::SpgemmKernels::csr_spgemm) on the host.
+/// [`SparseSpgemm::csr_spgemm`](super::SparseSpgemm::csr_spgemm) on the host.
 ///
 /// # Safety
 /// As the trait method.
@@ -42,7 +42,7 @@ pub unsafe fn csr_spgemm<B: Backend>(
     floats_on::<B>(out, dtype, &device)
 }
 
-/// [`SpgemmKernels::csr_spgemm_product`](super::SpgemmKernels::csr_spgemm_product) on the host.
+/// [`SparseSpgemm::csr_spgemm_product`](super::SparseSpgemm::csr_spgemm_product) on the host.
 ///
 /// # Safety
 /// As the trait method.
@@ -75,7 +75,7 @@ pub unsafe fn csr_spgemm_product<B: Backend>(
     (ints_on(crow), ints_on(col), floats_on::<B>(val, dtype, &device))
 }
 
-/// [`SpgemmKernels::csr_spgemm_grad_a`](super::SpgemmKernels::csr_spgemm_grad_a) on the host.
+/// [`SparseSpgemm::csr_spgemm_grad_a`](super::SparseSpgemm::csr_spgemm_grad_a) on the host.
 ///
 /// # Safety
 /// As the trait method.
@@ -101,7 +101,7 @@ pub unsafe fn csr_spgemm_grad_a<B: Backend>(
     floats_on::<B>(out, dtype, &device)
 }
 
-/// [`SpgemmKernels::csr_spgemm_grad_b`](super::SpgemmKernels::csr_spgemm_grad_b) on the host.
+/// [`SparseSpgemm::csr_spgemm_grad_b`](super::SparseSpgemm::csr_spgemm_grad_b) on the host.
 ///
 /// # Safety
 /// As the trait method.

@@ -1,7 +1,7 @@
-//! [`SpgemmKernels`] on Flex: the host kernels of `sparsegrad-kernels` run on Flex's own buffers
+//! [`SparseSpgemm`] on Flex: the host kernels of `sparsegrad-kernels` run on Flex's own buffers
 //! (f32 and f64; 16-bit floats widened to f32), no read-back.
 
-use super::SpgemmKernels;
+use super::SparseSpgemm;
 use crate::flex::*;
 use crate::host::IntSlice;
 use burn::backend::flex::FlexTensor;
@@ -16,7 +16,7 @@ fn flex_ints(t: &[FlexTensor; 6]) -> [IntSlice<'_>; 6] {
     core::array::from_fn(|i| int_slice(&t[i]))
 }
 
-impl SpgemmKernels for Flex {
+impl SparseSpgemm for Flex {
     unsafe fn csr_spgemm(
         a_crow: FlexTensor,
         a_col: FlexTensor,

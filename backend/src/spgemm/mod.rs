@@ -1,17 +1,24 @@
-//! SpGEMM behind the burn extension trait [`SpgemmKernels`]: the values of `C = A · B` on a
-//! given pattern of `C` (the symbolic pass's, or a mask's), and their gradients w.r.t. the
-//! values of `A` and of `B` as masked sparse products; the rule that differentiates them
-//! lives in `sparsegrad-autodiff`'s `spgemm`. [`product_pattern`] runs the symbolic pass (index
-//! algebra, on the host views `host` gives).
+//! SpGEMM: the values of `C = A · B` on a given CSR pattern of `C` (the symbolic pass's, or a
+//! mask's). One burn extension trait, [`SparseSpgemm`], holds the forward impl of each backend
+//! and, beside them, the backward rule (JAX style).
 //!
-//! Flex runs the host kernels of `sparsegrad-kernels` on its buffers (f32 and f64; 16-bit
-//! floats widened to f32); any other backend gets a default that reads the operands back and
-//! runs the same kernels. The methods are `unsafe`: they take three patterns as raw index
-//! tensors, which the kernels walk through unchecked offsets.
+//! - Forward: Flex runs the host kernels of `sparsegrad-kernels` on its buffers (f32 and f64;
+//!   16-bit floats widened to f32), Cube devices the kernels of `cube::spgemm` (under burn's
+//!   `fusion`, on the resolved tensors); any other backend gets the trait's defaults, which read
+//!   the operands back and run the same kernels.
+//! - Backward (`Autodiff`): for the output gradient `G` on `C`'s pattern, d/dA is `(G · Bᵀ)` on
+//!   `A`'s pattern and d/dB is `(Aᵀ · G)` on `B`'s pattern, each a masked sparse product by the
+//!   inner backend's gradient kernels (never a dense `m x k` or `k x n`).
+//!
+//! [`product_pattern`] runs the symbolic pass (index algebra, on the host views `host` gives).
+//! The methods are `unsafe`: they take three patterns as raw index tensors, which the kernels
+//! walk through unchecked offsets; `sparsegrad-autodiff`'s `matmul` calls them only with the
+//! patterns of checked tensors and the pattern the symbolic pass computed from them.
 //!
 //! Here the trait and the macro its implementations share; the implementations are apart:
-//! [`default`] (any backend, through the host), `flex` (Flex's buffers) and `cube` (the Cube
-//! kernels of `cube::spgemm`), and `pattern` the symbolic pass ([`product_pattern`]).
+//! [`default`] (any backend, through the host), `flex` (Flex's buffers), `cube` (the Cube
+//! kernels of `cube::spgemm`) and `autodiff_impl` (the tracked forward and the backward rule),
+//! and `pattern` the symbolic pass ([`product_pattern`]).
 
 use burn::backend::{
     backend_extension,
@@ -67,6 +74,7 @@ macro_rules! with_three {
     }};
 }
 
+mod autodiff_impl;
 #[cfg(feature = "cube")]
 mod cube;
 pub mod default;
@@ -75,7 +83,7 @@ mod pattern;
 
 pub use pattern::{masked_product_pattern_on_device, product_count, product_pattern};
 
-/// The sparse product kernels.
+/// The sparse product, differentiable on `Autodiff`, and the kernels its rule runs.
 ///
 /// # Safety
 /// Every method takes three CSR patterns, `A [m, k]` (`a_crow [m + 1]`, `a_col`), `B [k, n]`
@@ -85,14 +93,58 @@ pub use pattern::{masked_product_pattern_on_device, product_count, product_patte
 /// rows of `B` (and of `C`) also hold no repeated column, as a checked CSR tensor's, every
 /// backend computes the same values; the Cube kernels find columns by bisection, so on
 /// unsorted rows they may miss entries (wrong values, never an access outside the operands).
-#[backend_extension(Flex, Cube: cfg(feature = "cube"))]
+#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 #[diagnostic::on_unimplemented(
-    message = "sparsegrad has no kernels for the backend `{Self}` (`SpgemmKernels` is not implemented)",
+    message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSpgemm` is not implemented)",
     label = "no sparsegrad kernels for this backend",
     note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
 )]
-pub trait SpgemmKernels: Backend {
-    /// The values of `A · B` on `C`'s pattern, `[nnz_c]`.
+pub trait SparseSpgemm: Backend {
+    /// The values of `A · B` on `C`'s pattern, `[nnz_c]`: the differentiable primitive
+    /// (`Autodiff` records the rule; the untracked backends run
+    /// [`csr_spgemm`](Self::csr_spgemm)).
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn sparse_spgemm(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        c_crow: IntTensor<Self>,
+        c_col: IntTensor<Self>,
+        n: usize,
+    ) -> FloatTensor<Self> {
+        // SAFETY: this method's contract (its caller's) is the kernel's.
+        unsafe { Self::csr_spgemm(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
+    }
+
+    /// `C = A · B` whole in one pass ([`csr_spgemm_product`](Self::csr_spgemm_product)): `C`'s
+    /// row pointers and sorted columns (int64) and its values, differentiable w.r.t. both
+    /// operands' values by the same rule as [`sparse_spgemm`](Self::sparse_spgemm) (`Autodiff`
+    /// records it; the untracked backends run the kernel).
+    ///
+    /// # Safety
+    /// `A [m, k]` and `B [k, n]` as for [`sparse_spgemm`](Self::sparse_spgemm).
+    #[allow(clippy::type_complexity)]
+    unsafe fn sparse_spgemm_product(
+        a_crow: IntTensor<Self>,
+        a_col: IntTensor<Self>,
+        a_values: FloatTensor<Self>,
+        b_crow: IntTensor<Self>,
+        b_col: IntTensor<Self>,
+        b_values: FloatTensor<Self>,
+        n: usize,
+    ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
+        // SAFETY: this method's contract (its caller's) is the kernel's.
+        unsafe { Self::csr_spgemm_product(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
+    }
+
+    /// The forward kernel: the values of `A · B` on `C`'s pattern, `[nnz_c]`. Untracked (on
+    /// `Autodiff`, the default through the host).
     ///
     /// # Safety
     /// See the trait.
@@ -112,10 +164,11 @@ pub trait SpgemmKernels: Backend {
         unsafe { default::csr_spgemm::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
     }
 
-    /// `C = A · B` whole, its pattern and values in one pass over the products: `C`'s row
-    /// pointers `[m + 1]` and sorted columns `[nnz_c]` (int64), and its values `[nnz_c]` in
-    /// `A`'s float dtype. Panics when the product's memory cannot be had (callers check the
-    /// product count first: see [`product_count`]).
+    /// The whole-product kernel: `C = A · B`, its pattern and values in one pass over the
+    /// products: `C`'s row pointers `[m + 1]` and sorted columns `[nnz_c]` (int64), and its
+    /// values `[nnz_c]` in `A`'s float dtype. Panics when the product's memory cannot be had
+    /// (callers check the product count first: see [`product_count`]). Untracked (on
+    /// `Autodiff`, the default through the host).
     ///
     /// # Safety
     /// `A` and `B` as the trait says (`C` is the output here).
@@ -133,8 +186,8 @@ pub trait SpgemmKernels: Backend {
         unsafe { default::csr_spgemm_product::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
     }
 
-    /// The gradient w.r.t. `A`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(G · Bᵀ)` on
-    /// `A`'s pattern, `[nnz_a]`.
+    /// The backward kernel for `A`: the gradient w.r.t. `A`'s values of `A · B`'s values on `C`
+    /// (`g [nnz_c]`), `(G · Bᵀ)` on `A`'s pattern, `[nnz_a]`.
     ///
     /// # Safety
     /// See the trait.
@@ -154,8 +207,8 @@ pub trait SpgemmKernels: Backend {
         unsafe { default::csr_spgemm_grad_a::<Self>(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g, n) }
     }
 
-    /// The gradient w.r.t. `B`'s values of `A · B`'s values on `C` (`g [nnz_c]`): `(Aᵀ · G)` on
-    /// `B`'s pattern, `[nnz_b]`.
+    /// The backward kernel for `B`: the gradient w.r.t. `B`'s values of `A · B`'s values on `C`
+    /// (`g [nnz_c]`), `(Aᵀ · G)` on `B`'s pattern, `[nnz_b]`.
     ///
     /// # Safety
     /// See the trait.

@@ -59,7 +59,7 @@ pub unsafe fn masked_product_pattern_on_device(
 
 /// The number of partial products `a[i, p] * b[p, j]` of `A · B`, from the index tensors of
 /// CSR operands `A [m, k]` and `B [k, n]`: a bound on the product's stored entries, for a
-/// check of its memory before [`SpgemmKernels::csr_spgemm_product`](super::SpgemmKernels::csr_spgemm_product) runs.
+/// check of its memory before [`SparseSpgemm::csr_spgemm_product`](super::SparseSpgemm::csr_spgemm_product) runs.
 ///
 /// # Errors
 /// An `Allocation` error when the count overflows.

@@ -1,5 +1,5 @@
 //! Sparse x sparse on Cube devices, over CSR patterns whose rows are sorted and duplicate-free
-//! (checked CSR tensors; `SpgemmKernels`' contract):
+//! (checked CSR tensors; `SparseSpgemm`' contract):
 //!
 //! - the pattern of a masked product `C<M> = A · B`: a unit per entry `(i, j)` of `M` walks row
 //!   `i` of `A` and looks for `j` in each row `k` of `B` it picks; the entries found are kept
