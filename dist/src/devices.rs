@@ -59,9 +59,11 @@ fn has_collectives(device: &Device) -> bool {
 ///
 /// `module` is any one replica (the parameters' ids and ranks are read from it). A parameter
 /// without a gradient on some replica counts as zeros there, so every device takes part in every
-/// collective. Errors: a device count that differs from the gradient count, no device, a device
-/// named twice, a device without collectives in this build (only CUDA has them, with the feature
-/// `cuda`), or a gradient missing on every replica.
+/// collective; a parameter without a gradient on any replica is left out (nothing to reduce).
+/// Errors: a device count that differs from the gradient count, no device, a device named twice,
+/// a device without collectives in this build (only CUDA has them, with the feature `cuda`), a
+/// parameter of rank above 4, or replicas whose gradients of one parameter differ in shape or
+/// dtype.
 ///
 /// Compiled in CI (`cuda-check`), not run there: it needs CUDA GPUs (`docs/distributed.md`).
 pub fn all_reduce_gradients_devices<M: Module>(
