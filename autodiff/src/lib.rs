@@ -1,19 +1,16 @@
 //! sparsegrad-autodiff: differentiable sparse ops with sparse backward rules, and `gradcheck`.
 //!
 //! The conversions of the backend differentiate through burn's own autodiff (they move values
-//! with burn ops); the fused kernels get their rules here, a primitive per file with its rule
-//! beside it: `spmm` (its values' gradient the SDDMM, whose trait and rule live in the backend's
-//! `sddmm` and are re-exported as [`sddmm`]), `spmm_reduce` (the product with
-//! max or min in place of the sum, its gradient through the winning entries: its trait and rule
-//! live in the backend's `spmm_reduce`, re-exported as [`spmm_reduce`]), `spgemm` (sparse · sparse, its
-//! gradients masked sparse products: its trait and rule live in the backend's `spgemm`,
-//! re-exported as [`spgemm`]),
-//! `softmax` (segment softmax: the torch-named functions; its trait and rule live in the
-//! backend's `softmax`, re-exported), and
+//! with burn ops); the fused kernels' primitives, each one trait with its backward rule beside
+//! its forwards, live in the backend and are re-exported here under their old paths: [`spmm`]
+//! (its values' gradient the SDDMM), [`sddmm`], [`spmm_reduce`] (the product with max or min in
+//! place of the sum, its gradient through the winning entries) and [`spgemm`] (sparse · sparse,
+//! its gradients masked sparse products). Here: `softmax` (segment softmax: the torch-named
+//! functions; its trait and rule live in the backend's `softmax`, re-exported),
 //! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
-//! product of a dense master weight); `matmul` holds the torch-named functions
-//! built on the products, `linalg` the low-rank factorisations and the eigensolver on top of
-//! them, `gradcheck` the numerical checker.
+//! product of a dense master weight); `matmul` holds the torch-named functions built on the
+//! products, `linalg` the low-rank factorisations and the eigensolver on top of them,
+//! `gradcheck` the numerical checker.
 
 #![warn(missing_docs)]
 
@@ -32,7 +29,11 @@ pub mod softmax;
 pub mod spgemm {
     pub use sparsegrad_backend::spgemm::SparseSpgemm;
 }
-pub mod spmm;
+/// The SpMM primitive: its one trait, forward impls and backward rule live in
+/// `sparsegrad_backend::spmm`; re-exported here so that the old path still resolves.
+pub mod spmm {
+    pub use sparsegrad_backend::spmm::SparseSpmm;
+}
 /// The arg-extreme SpMM primitive: its one trait, forward impls and backward rule live in
 /// `sparsegrad_backend::spmm_reduce`; re-exported here so that the old path still resolves.
 pub mod spmm_reduce {

@@ -12,7 +12,7 @@
 //!   `semi_structured` (2:4 tensors).
 //! - The extension traits, a primitive per file, each with its portable default and its Flex
 //!   impl over the kernels: `spmm`, `spmm_reduce`, `sddmm`, `spgemm`, `softmax`, `semi_spmm`, `movement` (the row
-//!   movements), and `host` (zero-copy host views of tensors); `movement`, `sddmm`,
+//!   movements), and `host` (zero-copy host views of tensors); `movement`, `spmm`, `sddmm`,
 //!   `spmm_reduce`, `softmax` and `spgemm` hold their autodiff rules too (one trait with the
 //!   `Autodiff` impl).
 //! - `cube` (feature `cube`, turned on by `wgpu`): the CubeCL kernels behind the traits' impls

@@ -12,7 +12,7 @@
 //!   transposed product reads the pattern's transposed view from its [`TransposeCell`], which
 //!   the rule keeps.
 //!
-//! The method is `unsafe` for the reason `SpmmKernels`' are; `matmul` calls it only with the
+//! The method is `unsafe` for the reason `SparseSpmm`'s are; `matmul` calls it only with the
 //! patterns of checked tensors.
 
 use crate::flex::*;
@@ -30,7 +30,7 @@ use std::sync::Arc;
 /// The sampled product, differentiable on `Autodiff`.
 ///
 /// # Safety
-/// As [`crate::spmm::SpmmKernels`]: `crow [m + 1]` and `col [nnz]` form a valid CSR pattern
+/// As [`crate::spmm::SparseSpmm`]: `crow [m + 1]` and `col [nnz]` form a valid CSR pattern
 /// `[m, k]` over `k = b.shape()[0]` columns, `a` is `[m, d]`, `b` is `[k, d]`, and `transposed`
 /// is this pattern's cell (or empty).
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
@@ -124,7 +124,7 @@ impl SparseSddmm for Flex {
 /// The backward rule and the tracked forward.
 mod autodiff_impl {
     use super::*;
-    use crate::spmm::SpmmKernels;
+    use crate::spmm::SparseSpmm;
     use burn::backend::autodiff::{
         checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
         grads::Gradients,
@@ -136,7 +136,7 @@ mod autodiff_impl {
     #[derive(Debug)]
     struct Sddmm;
 
-    impl<B: SpmmKernels + SparseSddmm> Backward<B, 2> for Sddmm {
+    impl<B: SparseSpmm + SparseSddmm> Backward<B, 2> for Sddmm {
         type State = (IntTensor<B>, IntTensor<B>, FloatTensor<B>, FloatTensor<B>, Arc<TransposeCell>);
 
         fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
@@ -160,7 +160,7 @@ mod autodiff_impl {
         }
     }
 
-    impl<B: SpmmKernels + SparseSddmm, C: CheckpointStrategy> SparseSddmm for Autodiff<B, C> {
+    impl<B: SparseSpmm + SparseSddmm, C: CheckpointStrategy> SparseSddmm for Autodiff<B, C> {
         unsafe fn sparse_sddmm(
             crow: IntTensor<Self>,
             col: IntTensor<Self>,

@@ -11,7 +11,7 @@
 //! Behind the extension trait [`SemiKernels`]: Flex runs the host kernels of
 //! `sparsegrad-kernels`' `semi` (f32 and f64; f16 and bf16 widened to f32), Cube devices the
 //! kernels of `cube::semi` (which decode the words on the device), other backends the CSR
-//! defaults of [`SpmmKernels`] and [`SparseSddmm`] (the words read back at every call). No
+//! defaults of [`SparseSpmm`] and [`SparseSddmm`] (the words read back at every call). No
 //! metadata word can lead a kernel
 //! outside its operands (every nibble decodes to a column of its own group), so these methods
 //! are safe to call.
@@ -19,7 +19,7 @@
 use crate::flex::*;
 use crate::host::IntSlice;
 use crate::sddmm::SparseSddmm;
-use crate::spmm::SpmmKernels;
+use crate::spmm::SparseSpmm;
 use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::backend::{
@@ -41,7 +41,7 @@ use sparsegrad_kernels::semi_narrow::{semi_mm_narrow_16, semi_mm_narrow_bf16, NA
     label = "no sparsegrad kernels for this backend",
     note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
 )]
-pub trait SemiKernels: SpmmKernels + SparseSddmm {
+pub trait SemiKernels: SparseSpmm + SparseSddmm {
     /// `A · B` (`B [cols, n]`, result `[rows, n]`), or with `transposed` `B · Aᵀ`
     /// (`B [n, cols]`, result `[n, rows]`: a linear layer's product).
     fn semi_mm(

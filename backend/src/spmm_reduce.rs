@@ -15,7 +15,7 @@
 //!   backward kernel.
 //!
 //! Behind `sparsegrad-autodiff`'s `matmul::mm_reduce` (`Reduce::Amax`, `Reduce::Amin`); `sum`
-//! and `mean` are the plain SpMM. The methods are `unsafe` for the reason `SpmmKernels`'s are:
+//! and `mean` are the plain SpMM. The methods are `unsafe` for the reason `SparseSpmm`'s are:
 //! they take the pattern as raw index tensors that the kernels walk through unchecked offsets;
 //! `matmul` calls them only with the patterns of checked tensors.
 

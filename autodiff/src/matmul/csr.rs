@@ -3,13 +3,13 @@
 //! calls of the unsafe primitives (`spmm`, `sddmm`) that rely on it. Apart from the products
 //! because this is where their soundness argument lives.
 
-use crate::spmm::SparseSpmm;
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 use sparsegrad_backend::algebra::validate::check_numel;
 use sparsegrad_backend::alloc::ensure_allocatable;
 use sparsegrad_backend::error::invalid;
 use sparsegrad_backend::sddmm::SparseSddmm;
+use sparsegrad_backend::spmm::SparseSpmm;
 use sparsegrad_backend::util::{index_dtype_for, reshape, reshape_int};
 use sparsegrad_backend::{Layout, Result, SparseError, SparseTensor};
 use sparsegrad_kernels::pattern::TransposeCell;

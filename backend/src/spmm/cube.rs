@@ -1,7 +1,7 @@
-//! [`SpmmKernels`] on Cube devices, with and without burn's `fusion`: the kernels of `cube::spmm`,
+//! [`SparseSpmm`] on Cube devices, with and without burn's `fusion`: the kernels of `cube::spmm`,
 //! the transposed products through the pattern's transposed view on the device.
 
-use super::SpmmKernels;
+use super::SparseSpmm;
 use burn::backend::{
     tensor::{FloatTensor, IntTensor},
     TensorMetadata,
@@ -12,7 +12,7 @@ use sparsegrad_kernels::pattern::TransposeCell;
 /// Cube devices: the kernels of `cube::spmm` (16-bit floats widened to f32, as on Flex), the
 /// transposed products through the pattern's transposed view on the device.
 #[cfg(feature = "cube")]
-impl SpmmKernels for crate::cube::CubeBackend {
+impl SparseSpmm for crate::cube::CubeBackend {
     unsafe fn csr_spmm(
         crow: IntTensor<Self>,
         col: IntTensor<Self>,
@@ -76,7 +76,7 @@ impl SpmmKernels for crate::cube::CubeBackend {
 
 /// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
-impl SpmmKernels for crate::cube::FusedCube {
+impl SparseSpmm for crate::cube::FusedCube {
     unsafe fn csr_spmm(
         crow: IntTensor<Self>,
         col: IntTensor<Self>,

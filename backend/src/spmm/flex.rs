@@ -1,9 +1,9 @@
-//! [`SpmmKernels`] on Flex: the host kernels of `sparsegrad-kernels` on Flex's own buffers, the
+//! [`SparseSpmm`] on Flex: the host kernels of `sparsegrad-kernels` on Flex's own buffers, the
 //! `with_pattern!` macro that views two Flex index tensors as a pattern (shared with `sddmm` and
 //! `spmm_reduce`), and the cache of a pattern's values gathered in column order that the
 //! transposed products reuse.
 
-use super::SpmmKernels;
+use super::SparseSpmm;
 use crate::flex::*;
 use burn::backend::flex::FlexTensor;
 use burn::backend::{Flex, TensorMetadata};
@@ -23,7 +23,7 @@ use std::sync::{Arc, Weak};
 /// over `$k` columns, for every pair of index types.
 ///
 /// Only for the bodies of the unsafe extension methods whose contract is that the tensors form
-/// a valid pattern over `$k` columns (`SpmmKernels`, `SparseSddmm`).
+/// a valid pattern over `$k` columns (`SparseSpmm`, `SparseSddmm`).
 macro_rules! with_pattern {
     ($crow:expr, $col:expr, $k:expr, |$a:ident| $body:expr) => {
         $crate::match_ints!($crate::flex::int_slice($crow), c => $crate::match_ints!($crate::flex::int_slice($col), p => {
@@ -36,7 +36,7 @@ macro_rules! with_pattern {
 }
 pub(crate) use with_pattern;
 
-impl SpmmKernels for Flex {
+impl SparseSpmm for Flex {
     unsafe fn csr_spmm(
         crow: FlexTensor,
         col: FlexTensor,
