@@ -9,9 +9,10 @@
 //! gradients masked sparse products: its trait and rule live in the backend's `spgemm`,
 //! re-exported as [`spgemm`]),
 //! `softmax` (segment softmax: the torch-named functions; its trait and rule live in the
-//! backend's `softmax`, re-exported), and
-//! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
-//! product of a dense master weight); `matmul` holds the torch-named functions
+//! backend's `softmax`, re-exported),
+//! `semi_structured` (the products with 2:4 matrices) and `srste` (SR-STE's straight-through 2:4
+//! product of a dense master weight: both traits and rules live in the backend's `semi`,
+//! re-exported, beside the torch-named functions here); `matmul` holds the torch-named functions
 //! built on the products, `linalg` the low-rank factorisations and the eigensolver on top of
 //! them, `gradcheck` the numerical checker.
 
