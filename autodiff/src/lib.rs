@@ -4,13 +4,13 @@
 //! with burn ops); the fused kernels' primitives, each one trait with its backward rule beside
 //! its forwards, live in the backend and are re-exported here under their old paths: [`spmm`]
 //! (its values' gradient the SDDMM), [`sddmm`], [`spmm_reduce`] (the product with max or min in
-//! place of the sum, its gradient through the winning entries) and [`spgemm`] (sparse · sparse,
-//! its gradients masked sparse products). Here: `softmax` (segment softmax: the torch-named
-//! functions; its trait and rule live in the backend's `softmax`, re-exported),
-//! `semi_structured` (the products with 2:4 matrices), `srste` (SR-STE's straight-through 2:4
-//! product of a dense master weight); `matmul` holds the torch-named functions built on the
-//! products, `linalg` the low-rank factorisations and the eigensolver on top of them,
-//! `gradcheck` the numerical checker.
+//! place of the sum, its gradient through the winning entries), [`spgemm`] (sparse · sparse,
+//! its gradients masked sparse products) and the 2:4 products' (the backend's `semi`). Here:
+//! `softmax` (segment softmax: the torch-named functions; its trait and rule live in the
+//! backend's `softmax`, re-exported), `semi_structured` (the torch-named products with 2:4
+//! matrices), `srste` (SR-STE's straight-through 2:4 product of a dense master weight);
+//! `matmul` holds the torch-named functions built on the products, `linalg` the low-rank
+//! factorisations and the eigensolver on top of them, `gradcheck` the numerical checker.
 
 #![warn(missing_docs)]
 

@@ -3,140 +3,22 @@
 //! `addmm(bias, dense, sparse.t())`, `linear(input, weight, bias)`), re-exported from
 //! `sparsegrad::sparse::semi_structured`.
 //!
-//! One primitive, `semi_product`, covers the four arrangements of `A` (as stored, or `Aᵀ`) and
-//! of the dense operand (as is, or the whole product transposed — a linear layer's `X · Aᵀ`
-//! runs as one kernel call on `X` as laid out). Its backward rule: the gradient of the kept
-//! values is the SDDMM of the output gradient and the dense operand over the pattern (so a
-//! 2:4 weight stays 2:4 while training), the gradient of the dense operand is the product with
-//! the other arrangement of `A`. Nothing of `A`'s dense size is ever built.
+//! One primitive, [`SemiMatmul`]'s `semi_product`, covers the four arrangements of `A` (as
+//! stored, or `Aᵀ`) and of the dense operand (as is, or the whole product transposed — a linear
+//! layer's `X · Aᵀ` runs as one kernel call on `X` as laid out). Its one trait, each backend's
+//! kernels and its backward rule live in `sparsegrad_backend::semi` (re-exported here, so that
+//! the old path still resolves): the gradient of the kept values is the SDDMM of the output
+//! gradient and the dense operand over the pattern (so a 2:4 weight stays 2:4 while training),
+//! the gradient of the dense operand is the product with the other arrangement of `A`. Nothing
+//! of `A`'s dense size is ever built. This file checks the operands and runs the primitive.
 
-use burn::backend::autodiff::{
-    checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
-    grads::Gradients,
-    ops::{Backward, Ops, OpsKind},
-    Autodiff,
-};
-use burn::backend::{
-    backend_extension,
-    tensor::{FloatTensor, IntTensor},
-    Backend, Dispatch, Flex,
-};
+use burn::backend::Dispatch;
 use burn::tensor::{Float, Tensor};
 use sparsegrad_backend::error::invalid;
-use sparsegrad_backend::semi_spmm::SemiKernels;
+pub use sparsegrad_backend::semi::SemiMatmul;
 use sparsegrad_backend::semi_structured::SemiStructuredTensor;
 use sparsegrad_backend::util::reshape;
 use sparsegrad_backend::Result;
-
-/// The differentiable semi-structured product.
-#[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
-#[diagnostic::on_unimplemented(
-    message = "sparsegrad has no kernels for the backend `{Self}` (`SemiMatmul` is not implemented)",
-    label = "no sparsegrad kernels for this backend",
-    note = "a `Fusion<CubeBackend>` here means that burn's feature `fusion` is on (burn's default features turn it on) and sparsegrad's is off: turn on sparsegrad's `fusion` with `wgpu`, `sparsegrad = {{ version = \"0.1\", features = [\"wgpu\", \"fusion\"] }}` (see `sparsegrad::guide::gpu`)"
-)]
-pub trait SemiMatmul: Backend {
-    /// `A [rows, cols]` given by kept `values [rows, cols / 2]` and `metadata`, times `x`:
-    /// `A · x` (`x [cols, n]`), with `transpose_a` `Aᵀ · x` (`x [rows, n]`); with `transposed`
-    /// the transposed product from the transposed operand: `x · Aᵀ` (`x [n, cols]`) or `x · A`
-    /// (`x [n, rows]`).
-    fn semi_product(
-        values: FloatTensor<Self>,
-        metadata: IntTensor<Self>,
-        cols: usize,
-        x: FloatTensor<Self>,
-        transpose_a: bool,
-        transposed: bool,
-    ) -> FloatTensor<Self>;
-}
-
-fn forward<B: SemiKernels>(
-    values: FloatTensor<B>,
-    metadata: IntTensor<B>,
-    cols: usize,
-    x: FloatTensor<B>,
-    transpose_a: bool,
-    transposed: bool,
-) -> FloatTensor<B> {
-    if transpose_a {
-        B::semi_mm_t(values, metadata, cols, x, transposed)
-    } else {
-        B::semi_mm(values, metadata, cols, x, transposed)
-    }
-}
-
-/// The untracked backends run the forward kernels.
-macro_rules! untracked {
-    ($backend:ty) => {
-        impl SemiMatmul for $backend {
-            fn semi_product(
-                values: FloatTensor<Self>,
-                metadata: IntTensor<Self>,
-                cols: usize,
-                x: FloatTensor<Self>,
-                transpose_a: bool,
-                transposed: bool,
-            ) -> FloatTensor<Self> {
-                forward::<Self>(values, metadata, cols, x, transpose_a, transposed)
-            }
-        }
-    };
-}
-untracked!(Flex);
-#[cfg(feature = "cube")]
-untracked!(sparsegrad_backend::cube::CubeBackend);
-#[cfg(all(feature = "cube", feature = "fusion"))]
-untracked!(sparsegrad_backend::cube::FusedCube);
-
-/// Backward of `semi_product`; parents `[values, x]`.
-#[derive(Debug)]
-struct SemiProduct;
-
-/// Values, metadata, the dense operand, the column count and the arrangement.
-type SemiState<B> = (FloatTensor<B>, IntTensor<B>, FloatTensor<B>, usize, bool, bool);
-
-impl<B: SemiKernels> Backward<B, 2> for SemiProduct {
-    type State = SemiState<B>;
-
-    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let (values, metadata, x, cols, transpose_a, transposed) = ops.state;
-        let [values_node, x_node] = ops.parents;
-        let g = grads.consume::<B>(&ops.node);
-        if let Some(node) = values_node {
-            // dv[r, j] = Σ_t P[r, t] Q[col(r, j), t] with P indexed by A's rows, Q by its
-            // columns: (G, x) for A · x, (x, G) for Aᵀ · x; transposed products hand both over
-            // transposed.
-            let (p, q) = if transpose_a { (x, g.clone()) } else { (g.clone(), x) };
-            let (p, q) = if transposed { (B::float_transpose(p), B::float_transpose(q)) } else { (p, q) };
-            grads.register::<B>(node.id, B::semi_sddmm(metadata.clone(), cols, p, q));
-        }
-        if let Some(node) = x_node {
-            // d(A · x) = Aᵀ · G, d(Aᵀ · x) = A · G, in the same orientation.
-            grads.register::<B>(node.id, forward::<B>(values, metadata, cols, g, !transpose_a, transposed));
-        }
-    }
-}
-
-impl<B: SemiKernels, C: CheckpointStrategy> SemiMatmul for Autodiff<B, C> {
-    fn semi_product(
-        values: FloatTensor<Self>,
-        metadata: IntTensor<Self>,
-        cols: usize,
-        x: FloatTensor<Self>,
-        transpose_a: bool,
-        transposed: bool,
-    ) -> FloatTensor<Self> {
-        let guards = [values.node(), x.node()];
-        let (v, xp) = (values.into_primitive(), x.into_primitive());
-        match SemiProduct.prepare::<C>(guards).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let out = forward::<B>(v.clone(), metadata.clone(), cols, xp.clone(), transpose_a, transposed);
-                prep.finish((v, metadata, xp, cols, transpose_a, transposed), out)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(forward::<B>(v, metadata, cols, xp, transpose_a, transposed)),
-        }
-    }
-}
 
 // ------------------------------------------------------------------------------------------
 // torch's ops.

@@ -11,10 +11,10 @@
 //!   autodiff: `shape`, `select`, `cat`, `reduce`, `elementwise`, `unary`, `filter`, `spdiags`,
 //!   `semi_structured` (2:4 tensors).
 //! - The extension traits, a primitive per file, each with its portable default and its Flex
-//!   impl over the kernels: `spmm`, `spmm_reduce`, `sddmm`, `spgemm`, `softmax`, `semi_spmm`, `movement` (the row
+//!   impl over the kernels: `spmm`, `spmm_reduce`, `sddmm`, `spgemm`, `softmax`, `semi` (the 2:4 products), `movement` (the row
 //!   movements), and `host` (zero-copy host views of tensors); `movement`, `spmm`, `sddmm`,
-//!   `spmm_reduce`, `softmax` and `spgemm` hold their autodiff rules too (one trait with the
-//!   `Autodiff` impl).
+//!   `spmm_reduce`, `softmax`, `spgemm` and `semi` hold their autodiff rules too (one trait per
+//!   primitive with the `Autodiff` impl).
 //! - `cube` (feature `cube`, turned on by `wgpu`): the CubeCL kernels behind the traits' impls
 //!   for burn's Cube backend.
 //! - `flex` (Flex buffers as slices), `algebra` and `util` (index tensors in and out).
@@ -50,7 +50,7 @@ pub mod record;
 pub mod reduce;
 pub mod sddmm;
 pub mod select;
-pub mod semi_spmm;
+pub mod semi;
 pub mod semi_structured;
 #[cfg(feature = "serde")]
 pub mod serde;

@@ -10,8 +10,9 @@
 //!
 //! Compression reads the non-zero pattern on the host, writes the metadata, and gathers the kept
 //! values with burn's `gather`, so a tensor built from a tracked dense tensor carries gradients
-//! to it; `to_dense` scatters them back the same way. The products live in `semi_spmm` (host
-//! kernels) and in `sparsegrad-autodiff` (the differentiable ops).
+//! to it; `to_dense` scatters them back the same way. The products live in `semi` (one trait per
+//! primitive: the kernels, the forwards and the backward rules) and `sparsegrad-autodiff`'s
+//! torch-named ops on top.
 
 use crate::host::{with_floats, with_ints, IntSlice};
 use crate::memo::PatternMemo;
