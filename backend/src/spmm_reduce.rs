@@ -29,7 +29,7 @@ use burn::backend::{
 };
 use burn::tensor::{DType, TensorData};
 use sparsegrad_kernels::alloc::out_len;
-use sparsegrad_kernels::pattern::CsrPattern;
+use sparsegrad_kernels::pattern::{CsrPattern, TransposeCell};
 use sparsegrad_kernels::spmm_reduce::{spmm_arg_extreme, spmm_arg_extreme_backward};
 
 /// The arg-extreme CSR product, differentiable on `Autodiff`, and the kernels its rule runs.
@@ -117,8 +117,8 @@ pub(crate) mod default {
         let (dtype, [m, n], k) = (x.dtype(), [crow.shape()[0] - 1, x.shape()[1]], x.shape()[0]);
         let (crow, col) = (host_ints::<B>(crow), host_ints::<B>(col));
         let (v, xv) = (host_floats::<B>(values), host_floats::<B>(x));
-        // SAFETY: the caller's pattern (this method's contract), read back unchanged.
-        let a = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], k) };
+        let a = CsrPattern::new(&crow[..], &col[..], k)
+            .unwrap_or_else(|e| panic!("csr_spmm_arg_extreme: the pattern is not valid: {e}"));
         let (out, arg) = spmm_arg_extreme(a, &v, &xv, n, max);
         (
             B::float_from_data(TensorData::new(out, [m, n]).convert_dtype(dtype), &device),
@@ -142,8 +142,8 @@ pub(crate) mod default {
         let (dtype, n, k) = (x.dtype(), x.shape()[1], x.shape()[0]);
         let (crow, col, arg) = (host_ints::<B>(crow), host_ints::<B>(col), host_ints::<B>(arg));
         let (v, xv, gv) = (host_floats::<B>(values), host_floats::<B>(x), host_floats::<B>(g));
-        // SAFETY: the caller's pattern (this method's contract), read back unchanged.
-        let a = unsafe { CsrPattern::new_unchecked(&crow[..], &col[..], k) };
+        let a = CsrPattern::new(&crow[..], &col[..], k)
+            .unwrap_or_else(|e| panic!("csr_spmm_arg_extreme_backward: the pattern is not valid: {e}"));
         let grad = spmm_arg_extreme_backward(a, &v, &xv, &arg, &gv, n);
         let len = grad.len();
         B::float_from_data(TensorData::new(grad, [len]).convert_dtype(dtype), &device)
@@ -250,6 +250,8 @@ impl SparseSpmmReduce for Flex {
         max: bool,
     ) -> (FlexTensor, FlexTensor) {
         let (crow, col) = (contiguous(crow), contiguous(col));
+        // No cell of the pattern's at hand: checked at every call.
+        let fresh = TransposeCell::new();
         let m = crow.shape()[0] - 1;
         let [k, n] = [x.shape()[0], x.shape()[1]];
         // Each kernel leaves its args here (one of the two runs).
@@ -258,14 +260,14 @@ impl SparseSpmmReduce for Flex {
             [values, x],
             vec![m, n],
             |[v, x]| {
-                with_pattern!(&crow, &col, k, |a| {
+                with_pattern!("csr_spmm_arg_extreme", &fresh, &crow, &col, k, |a| {
                     let (out, arg) = spmm_arg_extreme(a, v, x, n, max);
                     args.set(arg);
                     out
                 })
             },
             |[v, x]| {
-                with_pattern!(&crow, &col, k, |a| {
+                with_pattern!("csr_spmm_arg_extreme", &fresh, &crow, &col, k, |a| {
                     let (out, arg) = spmm_arg_extreme(a, v, x, n, max);
                     args.set(arg);
                     out
@@ -284,6 +286,8 @@ impl SparseSpmmReduce for Flex {
         g: FlexTensor,
     ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
+        // No cell of the pattern's at hand: checked at every call.
+        let fresh = TransposeCell::new();
         let arg = contiguous(arg);
         let widened;
         let arg: &[i64] = match int_slice(&arg) {
@@ -300,8 +304,16 @@ impl SparseSpmmReduce for Flex {
         with_real(
             [values, x, g],
             total,
-            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
-            |[v, x, g]| with_pattern!(&crow, &col, k, |a| spmm_arg_extreme_backward(a, v, x, arg, g, n)),
+            |[v, x, g]| {
+                with_pattern!("csr_spmm_arg_extreme_backward", &fresh, &crow, &col, k, |a| spmm_arg_extreme_backward(
+                    a, v, x, arg, g, n
+                ))
+            },
+            |[v, x, g]| {
+                with_pattern!("csr_spmm_arg_extreme_backward", &fresh, &crow, &col, k, |a| spmm_arg_extreme_backward(
+                    a, v, x, arg, g, n
+                ))
+            },
         )
     }
 }
