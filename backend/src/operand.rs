@@ -95,3 +95,24 @@ impl<B: Backend> CsrOperand<B> {
         CsrOperand { crow: f(self.crow), col: f(self.col), ncols: self.ncols, cell: self.cell }
     }
 }
+
+/// The shape of a dense operand against what a primitive expects of it: a panic that names the
+/// operation, the operand and both shapes where they differ (the tensor layer checks shapes
+/// before it calls a primitive, so only a direct caller of the trait meets it).
+pub(crate) fn expect_dims(operation: &str, operand: &str, actual: &[usize], expected: &[usize]) {
+    assert!(actual == expected, "{operation}: {operand} is {actual:?}, expected {expected:?}");
+}
+
+/// `n` of SpMM's operands `values [nnz]` and `x [k, n]` on `pattern [m, k]`, checked.
+pub(crate) fn spmm_dims<B: Backend>(
+    operation: &str,
+    pattern: &CsrOperand<B>,
+    values: &burn::backend::tensor::FloatTensor<B>,
+    x: &burn::backend::tensor::FloatTensor<B>,
+) -> usize {
+    let x_shape = x.shape();
+    let n = if x_shape.num_dims() == 2 { x_shape[1] } else { 0 };
+    expect_dims(operation, "values", values.shape().as_slice(), &[pattern.nnz()]);
+    expect_dims(operation, "x", x_shape.as_slice(), &[pattern.ncols(), n]);
+    n
+}
