@@ -90,17 +90,18 @@ fn shown(shape: &[usize], summarize: bool) -> Vec<Vec<usize>> {
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)] // the recursion's state, one argument per piece
-fn render(
-    vals: &[f64],
-    shape: &[usize],
-    strides: &[usize],
-    offset: usize,
-    idx: &[Vec<usize>],
-    fmt: &dyn Fn(f64) -> String,
-    indent: usize,
+/// What every level of [`render`]'s recursion shares: the values, their formatter, and whether
+/// the dims are summarised.
+struct Grid<'a> {
+    vals: &'a [f64],
+    fmt: &'a dyn Fn(f64) -> String,
     summarize: bool,
-) -> String {
+}
+
+/// The rows of the sub-tensor at `offset` (its dims `shape`, `strides`, the positions shown
+/// `idx`), nested rows indented past `indent`.
+fn render(grid: &Grid, shape: &[usize], strides: &[usize], offset: usize, idx: &[Vec<usize>], indent: usize) -> String {
+    let Grid { vals, fmt, summarize } = *grid;
     if shape.is_empty() {
         return fmt(vals[offset]);
     }
@@ -111,16 +112,7 @@ fn render(
             // torch's `_vector_str` pads the ellipsis of a row (`1.,  ..., 1.`), not of a dim.
             parts.push(if shape.len() == 1 { " ...".into() } else { "...".into() });
         }
-        parts.push(render(
-            vals,
-            &shape[1..],
-            &strides[1..],
-            offset + i * strides[0],
-            &idx[1..],
-            fmt,
-            indent + 1,
-            summarize,
-        ));
+        parts.push(render(grid, &shape[1..], &strides[1..], offset + i * strides[0], &idx[1..], indent + 1));
     }
     let sep = if shape.len() == 1 { ", ".to_string() } else { format!(",\n{}", " ".repeat(indent + 1)) };
     format!("[{}]", parts.join(&sep))
@@ -151,7 +143,7 @@ fn tensor_body(vals: &[f64], shape: &[usize], is_int: bool, indent: usize) -> St
     let style = Style::choose(&seen, is_int);
     let width = seen.iter().map(|&v| style.format(v).len()).max().unwrap_or(0);
     let fmt = move |v: f64| format!("{:>width$}", style.format(v));
-    render(vals, shape, &strides, 0, &idx, &fmt, indent, summarize)
+    render(&Grid { vals, fmt: &fmt, summarize }, shape, &strides, 0, &idx, indent)
 }
 
 fn collect(vals: &[f64], shape: &[usize], strides: &[usize], offset: usize, idx: &[Vec<usize>], out: &mut Vec<f64>) {

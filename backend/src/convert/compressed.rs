@@ -115,21 +115,11 @@ impl<const D: usize> SparseTensor<D> {
         };
         let batch_of: Vec<usize> = batch_of.into_iter().map(|b| b as usize).collect();
         let nse = equal_batch_nse(&batch_of, batch)?;
-        self.assemble_compressed(layout, [br, bc], comp, plain, values, batch, nse, n_comp)
+        self.assemble_compressed(layout, [br, bc], CompressedParts { comp, plain, values, batch, nse, n_comp })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn assemble_compressed(
-        &self,
-        layout: Layout,
-        blocksize: [usize; 2],
-        comp: Vec<i64>,
-        plain: Vec<i64>,
-        values: Tensor<2>,
-        batch: usize,
-        nse: usize,
-        n_comp: usize,
-    ) -> Result<Self> {
+    fn assemble_compressed(&self, layout: Layout, blocksize: [usize; 2], parts: CompressedParts) -> Result<Self> {
+        let CompressedParts { comp, plain, values, batch, nse, n_comp } = parts;
         // Widened when the entries per batch entry outnumber the dtype's range (the dims fit it:
         // they are this tensor's own).
         let dtype = index_dtype_for(self.index_dtype(), nse as u64);
@@ -159,6 +149,22 @@ impl<const D: usize> SparseTensor<D> {
             _ => self.batch_dim,
         }
     }
+}
+
+/// A compressed layout's blocks on the host, sorted, before they become its tensors.
+struct CompressedParts {
+    /// Each block's compressed coordinate (its row, or column for CSC and BSC).
+    comp: Vec<i64>,
+    /// Each block's plain coordinate.
+    plain: Vec<i64>,
+    /// The blocks' values, a row each.
+    values: Tensor<2>,
+    /// Batch entries.
+    batch: usize,
+    /// Blocks per batch entry.
+    nse: usize,
+    /// Compressed rows (or columns) per batch entry.
+    n_comp: usize,
 }
 
 /// The common per-batch count of sorted batch ids, or the first batch entry that differs.

@@ -106,36 +106,42 @@ fn add_shifted<P: Int>(x: &Tensor<P>, out: &mut Tensor<P>, shift: usize, #[defin
     out[i] = v;
 }
 
+/// What `place_runs` reads: the sorted keys, their order and runs, and the strides and sizes
+/// that take a key apart.
+#[derive(CubeLaunch, CubeType)]
+struct PlaceRunsArgs<K: Int, P: Int> {
+    keys: OwnedTensor<K>,
+    order: OwnedTensor<P>,
+    runs: OwnedTensor<P>,
+    strides: OwnedTensor<K>,
+    sizes: OwnedTensor<K>,
+}
+
 /// From the sorted keys, their permutation `order` and the inclusive count of run starts
 /// `runs`: each entry's run (`targets[order[p]] = runs[p] - 1`) and each run's coordinates
 /// (`coords [dims, unique]`, written by the run's first entry: `(key / strides[d]) % sizes[d]`).
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn place_runs<K: Int, P: Int, I: Int>(
-    keys: &Tensor<K>,
-    order: &Tensor<P>,
-    runs: &Tensor<P>,
-    strides: &Tensor<K>,
-    sizes: &Tensor<K>,
+    args: &PlaceRunsArgs<K, P>,
     targets: &mut Tensor<P>,
     coords: &mut Tensor<I>,
     unique: usize,
     #[define(K, P, I)] _dtypes: [ElemType; 3],
 ) {
     let p = ABSOLUTE_POS;
-    if p >= keys.len() {
+    if p >= args.keys.len() {
         terminate!();
     }
-    let run = usize::cast_from(runs[p]) - 1;
-    targets[usize::cast_from(order[p])] = P::cast_from(run);
+    let run = usize::cast_from(args.runs[p]) - 1;
+    targets[usize::cast_from(args.order[p])] = P::cast_from(run);
     let mut first = true;
     if p > 0 {
-        first = keys[p] != keys[p - 1];
+        first = args.keys[p] != args.keys[p - 1];
     }
     if first {
-        let key = keys[p];
-        for d in 0..strides.len() {
-            coords[d * unique + run] = I::cast_from((key / strides[d]) % sizes[d]);
+        let key = args.keys[p];
+        for d in 0..args.strides.len() {
+            coords[d * unique + run] = I::cast_from((key / args.strides[d]) % args.sizes[d]);
         }
     }
 }
@@ -237,11 +243,13 @@ pub(crate) fn coalesce_plan(indices: CubeTensor, sizes: &[usize]) -> Option<(Cub
         &client,
         count,
         dim,
-        keys.into_tensor_arg(),
-        order.into_tensor_arg(),
-        runs.into_tensor_arg(),
-        strides.into_tensor_arg(),
-        size_t.into_tensor_arg(),
+        PlaceRunsArgsLaunch::new(
+            keys.into_tensor_arg(),
+            order.into_tensor_arg(),
+            runs.into_tensor_arg(),
+            strides.into_tensor_arg(),
+            size_t.into_tensor_arg(),
+        ),
         targets.clone().into_tensor_arg(),
         coords.clone().into_tensor_arg(),
         unique,

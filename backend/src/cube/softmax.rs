@@ -4,7 +4,7 @@
 //! rounding. The offsets stay on the device: no call reads anything back.
 
 use super::census;
-use super::softmax_planes::SegmentOp;
+use super::softmax_planes::{SegmentOp, Segments, SegmentsLaunch};
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::tensor::{DType, Shape};
 use burn_cubecl::cubecl::{self, calculate_cube_count_elemwise, prelude::*, CubeDim};
@@ -80,34 +80,28 @@ pub(crate) fn ln_at_least_one<F: Float>(s: F, #[comptime] series: bool) -> F {
 /// `out = softmax(x)` (or `log_softmax` when `log`) over each segment `order[offsets[s]..
 /// offsets[s + 1]]` of `x [elements, width]`, per column; one unit per (segment, column).
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn segment_softmax_columns<F: Float, O: Int, P: Int>(
     x: &Tensor<F>,
-    offsets: &Tensor<O>,
-    order: &Tensor<P>,
+    segs: &Segments<O, P>,
     out: &mut Tensor<F>,
-    segments: usize,
-    width: usize,
-    #[comptime] ordered: bool,
-    #[comptime] log: bool,
-    #[comptime] series: bool,
+    #[comptime] op: SegmentOp,
     #[define(F, O, P)] _dtypes: [ElemType; 3],
 ) {
-    if ABSOLUTE_POS >= segments * width {
+    if ABSOLUTE_POS >= segs.segments * segs.width {
         terminate!();
     }
-    let s = ABSOLUTE_POS / width;
-    let c = ABSOLUTE_POS % width;
-    let start = usize::cast_from(offsets[s]);
-    let end = usize::cast_from(offsets[s + 1]);
+    let s = ABSOLUTE_POS / segs.width;
+    let c = ABSOLUTE_POS % segs.width;
+    let start = usize::cast_from(segs.offsets[s]);
+    let end = usize::cast_from(segs.offsets[s + 1]);
     if start >= end {
         terminate!();
     }
     // The max starts at the first element rather than at -inf (WGSL has no infinite literal):
     // the same max, and the same NaN wherever the host kernel gives one.
-    let mut max = x[grouped_at::<P>(order, start, ordered) * width + c];
+    let mut max = x[grouped_at::<P>(&segs.order, start, op.ordered) * segs.width + c];
     for j in start + 1..end {
-        let v = x[grouped_at::<P>(order, j, ordered) * width + c];
+        let v = x[grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c];
         if v > max {
             max = v;
         }
@@ -116,23 +110,23 @@ fn segment_softmax_columns<F: Float, O: Int, P: Int>(
     // assigned inside a branch on `log`: CubeCL drops such assignments to outer variables.
     let mut sum = F::new(0.0);
     for j in start..end {
-        let at = grouped_at::<P>(order, j, ordered) * width + c;
-        let v = exp_nonpositive::<F>(x[at] - max, series);
+        let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
+        let v = exp_nonpositive::<F>(x[at] - max, op.series);
         sum += v;
-        if !log {
+        if !op.log {
             out[at] = v;
         }
     }
-    if log {
-        let shift = max + ln_at_least_one::<F>(sum, series);
+    if op.log {
+        let shift = max + ln_at_least_one::<F>(sum, op.series);
         for j in start..end {
-            let at = grouped_at::<P>(order, j, ordered) * width + c;
+            let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
             out[at] = x[at] - shift;
         }
     } else {
         let inv = F::new(1.0) / sum;
         for j in start..end {
-            let at = grouped_at::<P>(order, j, ordered) * width + c;
+            let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
             out[at] *= inv;
         }
     }
@@ -141,37 +135,31 @@ fn segment_softmax_columns<F: Float, O: Int, P: Int>(
 /// The input gradient from the output `y` and its gradient `g`: `y * (g - sum_seg(g * y))`, or
 /// `g - exp(y) * sum_seg(g)` when `log`; one unit per (segment, column).
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn segment_softmax_backward_columns<F: Float, O: Int, P: Int>(
     y: &Tensor<F>,
     g: &Tensor<F>,
-    offsets: &Tensor<O>,
-    order: &Tensor<P>,
+    segs: &Segments<O, P>,
     out: &mut Tensor<F>,
-    segments: usize,
-    width: usize,
-    #[comptime] ordered: bool,
-    #[comptime] log: bool,
-    #[comptime] series: bool,
+    #[comptime] op: SegmentOp,
     #[define(F, O, P)] _dtypes: [ElemType; 3],
 ) {
-    if ABSOLUTE_POS >= segments * width {
+    if ABSOLUTE_POS >= segs.segments * segs.width {
         terminate!();
     }
-    let s = ABSOLUTE_POS / width;
-    let c = ABSOLUTE_POS % width;
-    let start = usize::cast_from(offsets[s]);
-    let end = usize::cast_from(offsets[s + 1]);
+    let s = ABSOLUTE_POS / segs.width;
+    let c = ABSOLUTE_POS % segs.width;
+    let start = usize::cast_from(segs.offsets[s]);
+    let end = usize::cast_from(segs.offsets[s + 1]);
     let mut sum = F::new(0.0);
     for j in start..end {
-        let at = grouped_at::<P>(order, j, ordered) * width + c;
-        let term = if log { g[at] } else { g[at] * y[at] };
+        let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
+        let term = if op.log { g[at] } else { g[at] * y[at] };
         sum += term;
     }
     for j in start..end {
-        let at = grouped_at::<P>(order, j, ordered) * width + c;
-        if log {
-            out[at] = g[at] - exp_nonpositive::<F>(y[at], series) * sum;
+        let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
+        if op.log {
+            out[at] = g[at] - exp_nonpositive::<F>(y[at], op.series) * sum;
         } else {
             out[at] = y[at] * (g[at] - sum);
         }
@@ -209,7 +197,6 @@ pub(crate) fn softmax(values: CubeTensor, offsets: CubeTensor, order: CubeTensor
     }
     let cube_dim = CubeDim::new(&out.client, segments * width);
     let count = calculate_cube_count_elemwise(&out.client, segments * width, cube_dim);
-    let values_dtype = values.dtype;
     let types = [values.dtype, offsets.dtype, order.dtype].map(dtype_to_storage_type);
     census::launched("segment_softmax_columns");
     segment_softmax_columns::launch(
@@ -217,14 +204,14 @@ pub(crate) fn softmax(values: CubeTensor, offsets: CubeTensor, order: CubeTensor
         count,
         cube_dim,
         values.into_tensor_arg(),
-        into_contiguous(offsets).into_tensor_arg(),
-        into_contiguous(order).into_tensor_arg(),
+        SegmentsLaunch::new(
+            into_contiguous(offsets).into_tensor_arg(),
+            into_contiguous(order).into_tensor_arg(),
+            segments,
+            width,
+        ),
         out.clone().into_tensor_arg(),
-        segments,
-        width,
-        ordered,
-        log,
-        values_dtype == DType::F64,
+        op,
         types,
     );
     out
@@ -260,7 +247,6 @@ pub(crate) fn softmax_backward(
     }
     let cube_dim = CubeDim::new(&out.client, segments * width);
     let count = calculate_cube_count_elemwise(&out.client, segments * width, cube_dim);
-    let values_dtype = y.dtype;
     let types = [y.dtype, offsets.dtype, order.dtype].map(dtype_to_storage_type);
     census::launched("segment_softmax_backward_columns");
     segment_softmax_backward_columns::launch(
@@ -269,14 +255,14 @@ pub(crate) fn softmax_backward(
         cube_dim,
         y.into_tensor_arg(),
         into_contiguous(g).into_tensor_arg(),
-        into_contiguous(offsets).into_tensor_arg(),
-        into_contiguous(order).into_tensor_arg(),
+        SegmentsLaunch::new(
+            into_contiguous(offsets).into_tensor_arg(),
+            into_contiguous(order).into_tensor_arg(),
+            segments,
+            width,
+        ),
         out.clone().into_tensor_arg(),
-        segments,
-        width,
-        ordered,
-        log,
-        values_dtype == DType::F64,
+        op,
         types,
     );
     out

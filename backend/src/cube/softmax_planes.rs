@@ -25,17 +25,22 @@ use burn_cubecl::tensor::CubeTensor;
 /// The units of a cube: a multiple of every plane size (at most 128).
 const CUBE_UNITS: usize = 256;
 
-/// The sizes a launch works with.
+/// The segments a launch works on (here and in `softmax`'s column kernels): their offsets and
+/// order, and the sizes.
 #[derive(CubeLaunch, CubeType)]
-struct SegmentShape {
+pub(crate) struct Segments<O: Int, P: Int> {
+    /// Segment `s` is `order[offsets[s]..offsets[s + 1]]` (or that range itself).
+    pub offsets: OwnedTensor<O>,
+    /// The grouped elements' positions (the offsets again where the segments are not ordered).
+    pub order: OwnedTensor<P>,
     /// Segments: `offsets`' length less one.
-    segments: usize,
+    pub segments: usize,
     /// Columns of the values, `[elements, width]`.
-    width: usize,
+    pub width: usize,
 }
 
-/// What a launch computes, fixed when its kernel is compiled.
-#[derive(Clone, Copy)]
+/// What a launch computes, fixed when its kernel is compiled (a comptime argument).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub(crate) struct SegmentOp {
     /// The elements of a segment are `order[offsets[s]..offsets[s + 1]]` (else the range itself).
     pub ordered: bool,
@@ -51,38 +56,33 @@ pub(crate) struct SegmentOp {
 // CubeCL's kernels have no `div_ceil`; `if a { if b {..} }` keeps the comptime `a` apart from
 // the runtime `b`, which CubeCL cannot join in one condition.
 #[allow(clippy::manual_div_ceil, clippy::collapsible_if)]
-#[allow(clippy::too_many_arguments)]
 fn segment_softmax_planes<F: Float, O: Int, P: Int>(
     x: &Tensor<F>,
-    offsets: &Tensor<O>,
-    order: &Tensor<P>,
+    segs: &Segments<O, P>,
     out: &mut Tensor<F>,
-    shape: SegmentShape,
     #[comptime] group: u32,
-    #[comptime] ordered: bool,
-    #[comptime] log: bool,
-    #[comptime] series: bool,
+    #[comptime] op: SegmentOp,
     #[define(F, O, P)] _dtypes: [ElemType; 3],
 ) {
     let width = if comptime!(group == 0) { PLANE_DIM as usize } else { comptime!(group as usize).runtime() };
     let lane = UNIT_POS_PLANE as usize % width;
     let groups = CUBE_COUNT * CUBE_DIM as usize / width;
-    let items = shape.segments * shape.width;
+    let items = segs.segments * segs.width;
     let rounds = (items + groups - 1) / groups;
     for round in 0..rounds {
         let item = round * groups + ABSOLUTE_POS / width;
         let live = item < items;
         let at_item = select(live, item, items - 1);
-        let s = at_item / shape.width;
-        let c = at_item % shape.width;
-        let start = usize::cast_from(offsets[s]);
-        let end = usize::cast_from(offsets[s + 1]);
+        let s = at_item / segs.width;
+        let c = at_item % segs.width;
+        let start = usize::cast_from(segs.offsets[s]);
+        let end = usize::cast_from(segs.offsets[s + 1]);
         // Every unit starts from the segment's first element, as the host kernel's max does (an
         // empty segment reads a clamped element and writes nothing).
-        let mut max = x[grouped_at::<P>(order, start, ordered) * shape.width + c];
+        let mut max = x[grouped_at::<P>(&segs.order, start, op.ordered) * segs.width + c];
         let mut j = start + lane;
         while j < end {
-            let v = x[grouped_at::<P>(order, j, ordered) * shape.width + c];
+            let v = x[grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c];
             max = select(v > max, v, max);
             j += width;
         }
@@ -90,10 +90,10 @@ fn segment_softmax_planes<F: Float, O: Int, P: Int>(
         let mut sum = F::new(0.0);
         j = start + lane;
         while j < end {
-            let at = grouped_at::<P>(order, j, ordered) * shape.width + c;
-            let e = exp_nonpositive::<F>(x[at] - max, series);
+            let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
+            let e = exp_nonpositive::<F>(x[at] - max, op.series);
             sum += e;
-            if !log {
+            if !op.log {
                 if live {
                     out[at] = e;
                 }
@@ -103,13 +103,13 @@ fn segment_softmax_planes<F: Float, O: Int, P: Int>(
         sum = group_sum::<F>(sum, group);
         // No variable is assigned inside a branch on the comptime `log` (CubeCL drops such
         // assignments to outer variables): the shift and the scale are both computed.
-        let shift = max + ln_at_least_one::<F>(select(sum < F::new(1.0), F::new(1.0), sum), series);
+        let shift = max + ln_at_least_one::<F>(select(sum < F::new(1.0), F::new(1.0), sum), op.series);
         let inv = F::new(1.0) / sum;
         j = start + lane;
         while j < end {
-            let at = grouped_at::<P>(order, j, ordered) * shape.width + c;
+            let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
             if live {
-                if log {
+                if op.log {
                     out[at] = x[at] - shift;
                 } else {
                     out[at] *= inv;
@@ -125,48 +125,43 @@ fn segment_softmax_planes<F: Float, O: Int, P: Int>(
 #[cube(launch)]
 // CubeCL's kernels have no `div_ceil`.
 #[allow(clippy::manual_div_ceil)]
-#[allow(clippy::too_many_arguments)]
 fn segment_softmax_backward_planes<F: Float, O: Int, P: Int>(
     y: &Tensor<F>,
     g: &Tensor<F>,
-    offsets: &Tensor<O>,
-    order: &Tensor<P>,
+    segs: &Segments<O, P>,
     out: &mut Tensor<F>,
-    shape: SegmentShape,
     #[comptime] group: u32,
-    #[comptime] ordered: bool,
-    #[comptime] log: bool,
-    #[comptime] series: bool,
+    #[comptime] op: SegmentOp,
     #[define(F, O, P)] _dtypes: [ElemType; 3],
 ) {
     let width = if comptime!(group == 0) { PLANE_DIM as usize } else { comptime!(group as usize).runtime() };
     let lane = UNIT_POS_PLANE as usize % width;
     let groups = CUBE_COUNT * CUBE_DIM as usize / width;
-    let items = shape.segments * shape.width;
+    let items = segs.segments * segs.width;
     let rounds = (items + groups - 1) / groups;
     for round in 0..rounds {
         let item = round * groups + ABSOLUTE_POS / width;
         let live = item < items;
         let at_item = select(live, item, items - 1);
-        let s = at_item / shape.width;
-        let c = at_item % shape.width;
-        let start = usize::cast_from(offsets[s]);
-        let end = usize::cast_from(offsets[s + 1]);
+        let s = at_item / segs.width;
+        let c = at_item % segs.width;
+        let start = usize::cast_from(segs.offsets[s]);
+        let end = usize::cast_from(segs.offsets[s + 1]);
         let mut sum = F::new(0.0);
         let mut j = start + lane;
         while j < end {
-            let at = grouped_at::<P>(order, j, ordered) * shape.width + c;
-            let term = if log { g[at] } else { g[at] * y[at] };
+            let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
+            let term = if op.log { g[at] } else { g[at] * y[at] };
             sum += term;
             j += width;
         }
         sum = group_sum::<F>(sum, group);
         j = start + lane;
         while j < end {
-            let at = grouped_at::<P>(order, j, ordered) * shape.width + c;
+            let at = grouped_at::<P>(&segs.order, j, op.ordered) * segs.width + c;
             if live {
-                if log {
-                    out[at] = g[at] - exp_nonpositive::<F>(y[at], series) * sum;
+                if op.log {
+                    out[at] = g[at] - exp_nonpositive::<F>(y[at], op.series) * sum;
                 } else {
                     out[at] = y[at] * (g[at] - sum);
                 }
@@ -213,14 +208,15 @@ pub(crate) fn softmax(
         count,
         cube_dim,
         values.into_tensor_arg(),
-        into_contiguous(offsets).into_tensor_arg(),
-        into_contiguous(order).into_tensor_arg(),
+        SegmentsLaunch::new(
+            into_contiguous(offsets).into_tensor_arg(),
+            into_contiguous(order).into_tensor_arg(),
+            segments,
+            width,
+        ),
         out.clone().into_tensor_arg(),
-        SegmentShapeLaunch::new(segments, width),
         group,
-        op.ordered,
-        op.log,
-        op.series,
+        op,
         types,
     );
 }
@@ -245,14 +241,15 @@ pub(crate) fn softmax_backward(
         cube_dim,
         y.into_tensor_arg(),
         into_contiguous(g).into_tensor_arg(),
-        into_contiguous(offsets).into_tensor_arg(),
-        into_contiguous(order).into_tensor_arg(),
+        SegmentsLaunch::new(
+            into_contiguous(offsets).into_tensor_arg(),
+            into_contiguous(order).into_tensor_arg(),
+            segments,
+            width,
+        ),
         out.clone().into_tensor_arg(),
-        SegmentShapeLaunch::new(segments, width),
         group,
-        op.ordered,
-        op.log,
-        op.series,
+        op,
         types,
     );
 }

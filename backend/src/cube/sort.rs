@@ -32,7 +32,6 @@ fn iota<P: Int>(out: &mut Tensor<P>, #[define(P)] _dtype: ElemType) {
 /// One merge pass: the runs `[2 w t, 2 w t + w)` and `[2 w t + w, 2 w (t + 1))` (cut at `n`) of
 /// `keys` (each sorted) merged stably into the same range of `keys_out`, `items` moved alongside.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn merge_runs<K: Int, P: Int>(
     keys: &Tensor<K>,
     items: &Tensor<P>,

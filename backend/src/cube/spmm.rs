@@ -161,13 +161,13 @@ pub(crate) fn compressed_product(
     }
     let out = empty_device_contiguous_dtype(client, device, out_shape, dtype);
     assert_addressable("a sparse product", &[&idx, &values, &x, &out]);
-    let permuted = perm.is_some();
-    let perm = perm.unwrap_or_else(|| idx.clone());
     if super::path::tiled_spmm() {
         let width = super::path::vector_width(&x, n);
-        super::spmm_tiled::launch(ptr, idx, perm, permuted, values, x, &out, width);
+        super::spmm_tiled::launch(ptr, idx, perm, values, x, &out, width);
         return out;
     }
+    let permuted = perm.is_some();
+    let perm = perm.unwrap_or_else(|| idx.clone());
     let (count, dim) = launch_dims(&out, rows * n);
     let types = [dtype, ptr.dtype, idx.dtype].map(dtype_to_storage_type);
     census::launched("compressed_times_dense");

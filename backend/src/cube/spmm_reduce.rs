@@ -29,15 +29,20 @@ fn wins<F: Float>(v: F, best: F, #[comptime] max: bool) -> bool {
     !best_nan && (v_nan || beyond)
 }
 
+/// What `row_extremes` reads: the pattern, its values and the dense `x`.
+#[derive(CubeLaunch, CubeType)]
+struct RowExtremesArgs<F: Float, P: Int> {
+    crow: OwnedTensor<P>,
+    col: OwnedTensor<P>,
+    values: OwnedTensor<F>,
+    x: OwnedTensor<F>,
+}
+
 /// `out[r, c]`, the extreme of `values[q] · x[col[q], c]` over row `r`'s entries, and `arg[r, c]`
 /// the winning `q` (`nnz` and 0 for an empty row).
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn row_extremes<F: Float, P: Int>(
-    crow: &Tensor<P>,
-    col: &Tensor<P>,
-    values: &Tensor<F>,
-    x: &Tensor<F>,
+    args: &RowExtremesArgs<F, P>,
     out: &mut Tensor<F>,
     arg: &mut Tensor<P>,
     n: usize,
@@ -50,14 +55,14 @@ fn row_extremes<F: Float, P: Int>(
     }
     let r = at / n;
     let c = at % n;
-    let (start, end) = (usize::cast_from(crow[r]), usize::cast_from(crow[r + 1]));
+    let (start, end) = (usize::cast_from(args.crow[r]), usize::cast_from(args.crow[r + 1]));
     let mut best = F::new(0.0);
-    let mut won = col.len();
+    let mut won = args.col.len();
     if start < end {
-        best = values[start] * x[usize::cast_from(col[start]) * n + c];
+        best = args.values[start] * args.x[usize::cast_from(args.col[start]) * n + c];
         won = start;
         for q in start + 1..end {
-            let v = values[q] * x[usize::cast_from(col[q]) * n + c];
+            let v = args.values[q] * args.x[usize::cast_from(args.col[q]) * n + c];
             if wins::<F>(v, best, max) {
                 best = v;
                 won = q;
@@ -68,15 +73,21 @@ fn row_extremes<F: Float, P: Int>(
     arg[at] = P::cast_from(won);
 }
 
+/// What `values_gradient` reads: the pattern, the dense `x`, the forward's args and the
+/// output gradient `g`.
+#[derive(CubeLaunch, CubeType)]
+struct ValuesGradientArgs<F: Float, P: Int> {
+    crow: OwnedTensor<P>,
+    col: OwnedTensor<P>,
+    x: OwnedTensor<F>,
+    arg: OwnedTensor<P>,
+    g: OwnedTensor<F>,
+}
+
 /// `dv[q] = Σ_c [arg[r, c] = q] · g[r, c] · x[col[q], c]` for every entry `q` of row `r`.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn values_gradient<F: Float, P: Int>(
-    crow: &Tensor<P>,
-    col: &Tensor<P>,
-    x: &Tensor<F>,
-    arg: &Tensor<P>,
-    g: &Tensor<F>,
+    args: &ValuesGradientArgs<F, P>,
     dv: &mut Tensor<F>,
     m: usize,
     n: usize,
@@ -86,29 +97,35 @@ fn values_gradient<F: Float, P: Int>(
     if q >= dv.len() {
         terminate!();
     }
-    let r = row_of::<P>(crow, m, q);
-    let xrow = usize::cast_from(col[q]) * n;
+    let r = row_of::<P>(&args.crow, m, q);
+    let xrow = usize::cast_from(args.col[q]) * n;
     let mut acc = F::new(0.0);
     for c in 0..n {
-        if usize::cast_from(arg[r * n + c]) == q {
-            acc += g[r * n + c] * x[xrow + c];
+        if usize::cast_from(args.arg[r * n + c]) == q {
+            acc += args.g[r * n + c] * args.x[xrow + c];
         }
     }
     dv[q] = acc;
+}
+
+/// What `input_gradient` reads: the transposed view (`ccol`, `order`, `rows`), the values, the
+/// forward's args and the output gradient `g`.
+#[derive(CubeLaunch, CubeType)]
+struct InputGradientArgs<F: Float, P: Int> {
+    ccol: OwnedTensor<P>,
+    order: OwnedTensor<P>,
+    rows: OwnedTensor<P>,
+    values: OwnedTensor<F>,
+    arg: OwnedTensor<P>,
+    g: OwnedTensor<F>,
 }
 
 /// `dx[k, c] = Σ_{q in column k} [arg[row(q), c] = q] · g[row(q), c] · values[q]`, column `k` of
 /// `A` through its transposed view (`ccol`, `order`: its entries in row order; `rows`: each
 /// entry's row).
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn input_gradient<F: Float, P: Int>(
-    ccol: &Tensor<P>,
-    order: &Tensor<P>,
-    rows: &Tensor<P>,
-    values: &Tensor<F>,
-    arg: &Tensor<P>,
-    g: &Tensor<F>,
+    args: &InputGradientArgs<F, P>,
     dx: &mut Tensor<F>,
     n: usize,
     #[define(F, P)] _dtypes: [ElemType; 2],
@@ -120,11 +137,11 @@ fn input_gradient<F: Float, P: Int>(
     let k = at / n;
     let c = at % n;
     let mut acc = F::new(0.0);
-    for t in usize::cast_from(ccol[k])..usize::cast_from(ccol[k + 1]) {
-        let q = usize::cast_from(order[t]);
-        let o = usize::cast_from(rows[q]) * n + c;
-        if usize::cast_from(arg[o]) == q {
-            acc += g[o] * values[q];
+    for t in usize::cast_from(args.ccol[k])..usize::cast_from(args.ccol[k + 1]) {
+        let q = usize::cast_from(args.order[t]);
+        let o = usize::cast_from(args.rows[q]) * n + c;
+        if usize::cast_from(args.arg[o]) == q {
+            acc += args.g[o] * args.values[q];
         }
     }
     dx[at] = acc;
@@ -170,10 +187,12 @@ pub(crate) fn arg_extreme(
             &client,
             count,
             dim,
-            crow.into_tensor_arg(),
-            col.into_tensor_arg(),
-            into_contiguous(values).into_tensor_arg(),
-            into_contiguous(x).into_tensor_arg(),
+            RowExtremesArgsLaunch::new(
+                crow.into_tensor_arg(),
+                col.into_tensor_arg(),
+                into_contiguous(values).into_tensor_arg(),
+                into_contiguous(x).into_tensor_arg(),
+            ),
             out.clone().into_tensor_arg(),
             arg.clone().into_tensor_arg(),
             n,
@@ -214,11 +233,13 @@ pub(crate) fn arg_extreme_backward(
             &client,
             count,
             dim,
-            crow.clone().into_tensor_arg(),
-            col.clone().into_tensor_arg(),
-            x.into_tensor_arg(),
-            arg.clone().into_tensor_arg(),
-            g.clone().into_tensor_arg(),
+            ValuesGradientArgsLaunch::new(
+                crow.clone().into_tensor_arg(),
+                col.clone().into_tensor_arg(),
+                x.into_tensor_arg(),
+                arg.clone().into_tensor_arg(),
+                g.clone().into_tensor_arg(),
+            ),
             dv.clone().into_tensor_arg(),
             m,
             n,
@@ -235,12 +256,14 @@ pub(crate) fn arg_extreme_backward(
             &client,
             count,
             dim,
-            ccol.into_tensor_arg(),
-            order.into_tensor_arg(),
-            rows.into_tensor_arg(),
-            values.into_tensor_arg(),
-            arg.into_tensor_arg(),
-            g.into_tensor_arg(),
+            InputGradientArgsLaunch::new(
+                ccol.into_tensor_arg(),
+                order.into_tensor_arg(),
+                rows.into_tensor_arg(),
+                values.into_tensor_arg(),
+                arg.into_tensor_arg(),
+                g.into_tensor_arg(),
+            ),
             dx.clone().into_tensor_arg(),
             n,
             types,

@@ -43,25 +43,29 @@ struct TiledShape {
     cubes: usize,
 }
 
+/// The compressed operand of [`rows_times_dense_tiled`]: the pattern `ptr`, `idx`, the entry
+/// order `perm` (read when `permuted`) and the values.
+#[derive(CubeLaunch, CubeType)]
+struct TiledPattern<F: Float, P: Int, J: Int> {
+    ptr: OwnedTensor<P>,
+    idx: OwnedTensor<J>,
+    perm: OwnedTensor<J>,
+    values: OwnedTensor<F>,
+}
+
 /// `out[r, c] = Σ_{q ∈ ptr[r]..ptr[r + 1]} values[v(q)] · x[idx[q], c]` for the vector columns
 /// `c` of `x [k, vectors]`, `v(q)` being `perm[q]` when `permuted` (a transposed view's entry
-/// order), else `q`. A cube is `teams` rows by `team` vector columns (`UNIT_POS_Y`, `UNIT_POS_X`);
-/// each team stages `chunk` entries of its row at a time.
+/// order), else `q`. A cube is `plan.teams` rows by `plan.team` vector columns (`UNIT_POS_Y`,
+/// `UNIT_POS_X`); each team stages `plan.chunk` entries of its row at a time.
 #[cube(launch)]
 // CubeCL's kernels have no `div_ceil`.
 #[allow(clippy::manual_div_ceil)]
-#[allow(clippy::too_many_arguments)]
 fn rows_times_dense_tiled<F: Float, P: Int, J: Int, N: Size>(
-    ptr: &Tensor<P>,
-    idx: &Tensor<J>,
-    perm: &Tensor<J>,
-    values: &Tensor<F>,
+    a: &TiledPattern<F, P, J>,
     x: &Tensor<Vector<F, N>>,
     out: &mut Tensor<Vector<F, N>>,
     shape: TiledShape,
-    #[comptime] team: usize,
-    #[comptime] teams: usize,
-    #[comptime] chunk: usize,
+    #[comptime] plan: TiledLaunch,
     #[comptime] permuted: bool,
     #[define(F, P, J)] _dtypes: [ElemType; 3],
 ) {
@@ -73,46 +77,46 @@ fn rows_times_dense_tiled<F: Float, P: Int, J: Int, N: Size>(
     let tile = CUBE_POS % shape.tiles;
     let t = UNIT_POS_Y as usize;
     let lane = UNIT_POS_X as usize;
-    let row = block * teams + t;
-    let col = tile * team + lane;
+    let row = block * plan.teams + t;
+    let col = tile * plan.team + lane;
     let in_rows = row < shape.rows;
     // A team past the last row reads the empty range `ptr[rows]..ptr[rows]`.
     let clamped = select(in_rows, row, shape.rows);
-    let start = usize::cast_from(ptr[clamped]);
-    let end = usize::cast_from(ptr[select(in_rows, row + 1, shape.rows)]);
+    let start = usize::cast_from(a.ptr[clamped]);
+    let end = usize::cast_from(a.ptr[select(in_rows, row + 1, shape.rows)]);
 
     // The cube's trip count: the longest of its rows, in chunks, through shared memory so that
     // every unit takes the barriers of the loop below the same number of times.
-    let mut lengths = Shared::<[u32]>::new_slice(teams);
+    let mut lengths = Shared::<[u32]>::new_slice(plan.teams);
     if lane == 0 {
         lengths[t] = u32::cast_from(end - start);
     }
     sync_cube();
     let mut longest = 0u32;
-    for i in 0..teams {
+    for i in 0..plan.teams {
         longest = select(lengths[i] > longest, lengths[i], longest);
     }
-    let chunks = (usize::cast_from(longest) + chunk - 1) / chunk;
+    let chunks = (usize::cast_from(longest) + plan.chunk - 1) / plan.chunk;
 
-    let mut staged_cols = Shared::<[u32]>::new_slice(comptime!(teams * chunk));
-    let mut staged_values = Shared::<[F]>::new_slice(comptime!(teams * chunk));
-    let base = t * chunk;
+    let mut staged_cols = Shared::<[u32]>::new_slice(comptime!(plan.teams * plan.chunk));
+    let mut staged_values = Shared::<[F]>::new_slice(comptime!(plan.teams * plan.chunk));
+    let base = t * plan.chunk;
     let mut acc = Vector::<F, N>::new(F::new(0.0));
     for c in 0..chunks {
-        let first = start + c * chunk;
+        let first = start + c * plan.chunk;
         // The team loads the chunk together, consecutive units consecutive entries (coalesced).
         let mut s = lane;
-        while s < chunk {
+        while s < plan.chunk {
             let q = first + s;
             if q < end {
-                staged_cols[base + s] = u32::cast_from(idx[q]);
-                staged_values[base + s] = if permuted { values[usize::cast_from(perm[q])] } else { values[q] };
+                staged_cols[base + s] = u32::cast_from(a.idx[q]);
+                staged_values[base + s] = if permuted { a.values[usize::cast_from(a.perm[q])] } else { a.values[q] };
             }
-            s += team;
+            s += plan.team;
         }
         sync_cube();
         if col < shape.vectors && first < end {
-            let count = select(end - first < chunk, end - first, chunk);
+            let count = select(end - first < plan.chunk, end - first, plan.chunk);
             for e in 0..count {
                 let v = Vector::<F, N>::new(staged_values[base + e]);
                 acc += v * x[usize::cast_from(staged_cols[base + e]) * shape.vectors + col];
@@ -127,7 +131,9 @@ fn rows_times_dense_tiled<F: Float, P: Int, J: Int, N: Size>(
 }
 
 /// The shape of one launch: the team (units per row, a power of two covering the row's vectors
-/// up to [`MAX_TEAM`]), the teams of a cube, and the entries a team stages at once.
+/// up to [`MAX_TEAM`]), the teams of a cube, and the entries a team stages at once: a comptime
+/// argument of [`rows_times_dense_tiled`].
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 struct TiledLaunch {
     team: usize,
     teams: usize,
@@ -145,21 +151,21 @@ impl TiledLaunch {
     }
 }
 
-/// The product of the compressed pattern `ptr [rows + 1]`, `idx` (and `perm`, if `permuted`) with
-/// values `values` and `x [k, n]` into `out [rows, n]`, read in vectors of `width` (which divides
-/// `n`). The operands are checked by the caller (`spmm::compressed_product`): a valid pattern
-/// over the rows of `x`, every operand addressable in 32 bits, `rows · n > 0`.
-#[allow(clippy::too_many_arguments)]
+/// The product of the compressed pattern `ptr [rows + 1]`, `idx` (and `perm`, the entry order,
+/// if given) with values `values` and `x [k, n]` into `out [rows, n]`, read in vectors of `width`
+/// (which divides `n`). The operands are checked by the caller (`spmm::compressed_product`): a
+/// valid pattern over the rows of `x`, every operand addressable in 32 bits, `rows · n > 0`.
 pub(crate) fn launch(
     ptr: CubeTensor,
     idx: CubeTensor,
-    perm: CubeTensor,
-    permuted: bool,
+    perm: Option<CubeTensor>,
     values: CubeTensor,
     x: CubeTensor,
     out: &CubeTensor,
     width: usize,
 ) {
+    let permuted = perm.is_some();
+    let perm = perm.unwrap_or_else(|| idx.clone());
     let rows = ptr.meta.shape()[0] - 1;
     let vectors = x.meta.shape()[1] / width;
     let plan = TiledLaunch::new(vectors);
@@ -174,16 +180,16 @@ pub(crate) fn launch(
         count,
         cube_dim,
         width,
-        into_contiguous(ptr).into_tensor_arg(),
-        into_contiguous(idx).into_tensor_arg(),
-        into_contiguous(perm).into_tensor_arg(),
-        into_contiguous(values).into_tensor_arg(),
+        TiledPatternLaunch::new(
+            into_contiguous(ptr).into_tensor_arg(),
+            into_contiguous(idx).into_tensor_arg(),
+            into_contiguous(perm).into_tensor_arg(),
+            into_contiguous(values).into_tensor_arg(),
+        ),
         into_contiguous(x).into_tensor_arg(),
         out.clone().into_tensor_arg(),
         TiledShapeLaunch::new(rows, vectors, tiles, cubes),
-        plan.team,
-        plan.teams,
-        plan.chunk,
+        plan,
         permuted,
         types,
     );

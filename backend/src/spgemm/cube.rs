@@ -19,14 +19,15 @@ impl SparseSpgemm for crate::cube::CubeBackend {
         c_col: IntTensor<Self>,
         n: usize,
     ) -> FloatTensor<Self> {
-        use crate::cube::spgemm::{takes, values_on};
+        use crate::cube::spgemm::{takes, values_on, DevicePattern};
         if !takes(&[&a_crow, &a_col, &b_crow, &b_col, &c_crow, &c_col]) {
             // SAFETY: this method's contract.
             return unsafe {
                 default::csr_spgemm::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n)
             };
         }
-        values_on(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col)
+        let pattern = |crow, col| DevicePattern { crow, col };
+        values_on(pattern(a_crow, a_col), a_values, pattern(b_crow, b_col), b_values, pattern(c_crow, c_col))
     }
 
     unsafe fn csr_spgemm_product(
@@ -61,14 +62,15 @@ impl SparseSpgemm for crate::cube::CubeBackend {
         g: FloatTensor<Self>,
         n: usize,
     ) -> FloatTensor<Self> {
-        use crate::cube::spgemm::{gradient_a, takes};
+        use crate::cube::spgemm::{gradient_a, takes, DevicePattern};
         if !takes(&[&a_crow, &a_col, &b_crow, &b_col, &c_crow, &c_col]) {
             // SAFETY: this method's contract.
             return unsafe {
                 default::csr_spgemm_grad_a::<Self>(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g, n)
             };
         }
-        gradient_a(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g)
+        let pattern = |crow, col| DevicePattern { crow, col };
+        gradient_a(pattern(a_crow, a_col), pattern(b_crow, b_col), b_values, pattern(c_crow, c_col), g)
     }
 
     unsafe fn csr_spgemm_grad_b(
@@ -82,14 +84,15 @@ impl SparseSpgemm for crate::cube::CubeBackend {
         g: FloatTensor<Self>,
         n: usize,
     ) -> FloatTensor<Self> {
-        use crate::cube::spgemm::{gradient_b, takes};
+        use crate::cube::spgemm::{gradient_b, takes, DevicePattern};
         if !takes(&[&a_crow, &a_col, &b_crow, &b_col, &c_crow, &c_col]) {
             // SAFETY: this method's contract.
             return unsafe {
                 default::csr_spgemm_grad_b::<Self>(a_crow, a_col, a_values, b_crow, b_col, c_crow, c_col, g, n)
             };
         }
-        gradient_b(a_crow, a_col, a_values, b_crow, b_col, c_crow, c_col, g)
+        let pattern = |crow, col| DevicePattern { crow, col };
+        gradient_b(pattern(a_crow, a_col), a_values, pattern(b_crow, b_col), pattern(c_crow, c_col), g)
     }
 }
 

@@ -29,7 +29,7 @@ mod numeric;
 mod pattern;
 mod product;
 
-pub(crate) use numeric::{gradient_a, gradient_b, values_on};
+pub(crate) use numeric::{gradient_a, gradient_b, values_on, DevicePattern};
 pub(crate) use pattern::{masked_pattern, product_count};
 pub(crate) use product::product;
 

@@ -12,18 +12,23 @@ use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::tensor::CubeTensor;
 
+/// What `values_on_pattern` reads: `A`'s and `B`'s patterns and values, and `C`'s pattern.
+#[derive(CubeLaunch, CubeType)]
+struct ValuesArgs<F: Float, P: Int> {
+    a_crow: OwnedTensor<P>,
+    a_col: OwnedTensor<P>,
+    a_val: OwnedTensor<F>,
+    b_crow: OwnedTensor<P>,
+    b_col: OwnedTensor<P>,
+    b_val: OwnedTensor<F>,
+    c_crow: OwnedTensor<P>,
+    c_col: OwnedTensor<P>,
+}
+
 /// `out[p] = Σ_{q ∈ row i of A} a[q] · B[a_col[q], j]` for every entry `p = (i, j)` of `C`.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn values_on_pattern<F: Float, P: Int>(
-    a_crow: &Tensor<P>,
-    a_col: &Tensor<P>,
-    a_val: &Tensor<F>,
-    b_crow: &Tensor<P>,
-    b_col: &Tensor<P>,
-    b_val: &Tensor<F>,
-    c_crow: &Tensor<P>,
-    c_col: &Tensor<P>,
+    args: &ValuesArgs<F, P>,
     out: &mut Tensor<F>,
     m: usize,
     #[define(F, P)] _dtypes: [ElemType; 2],
@@ -32,33 +37,39 @@ fn values_on_pattern<F: Float, P: Int>(
     if p >= out.len() {
         terminate!();
     }
-    let i = row_of::<P>(c_crow, m, p);
-    let j = c_col[p];
+    let i = row_of::<P>(&args.c_crow, m, p);
+    let j = args.c_col[p];
     let mut acc = F::new(0.0);
-    for q in usize::cast_from(a_crow[i])..usize::cast_from(a_crow[i + 1]) {
-        let k = usize::cast_from(a_col[q]);
-        let end = usize::cast_from(b_crow[k + 1]);
-        let at = find::<P>(b_col, usize::cast_from(b_crow[k]), end, j);
+    for q in usize::cast_from(args.a_crow[i])..usize::cast_from(args.a_crow[i + 1]) {
+        let k = usize::cast_from(args.a_col[q]);
+        let end = usize::cast_from(args.b_crow[k + 1]);
+        let at = find::<P>(&args.b_col, usize::cast_from(args.b_crow[k]), end, j);
         if at < end {
-            acc += a_val[q] * b_val[at];
+            acc += args.a_val[q] * args.b_val[at];
         }
     }
     out[p] = acc;
 }
 
+/// What `gradient_on_first` reads: `A`'s pattern, `B`'s pattern and values, `C`'s pattern and
+/// the gradient `g` on it.
+#[derive(CubeLaunch, CubeType)]
+struct GradientFirstArgs<F: Float, P: Int> {
+    a_crow: OwnedTensor<P>,
+    a_col: OwnedTensor<P>,
+    b_crow: OwnedTensor<P>,
+    b_col: OwnedTensor<P>,
+    b_val: OwnedTensor<F>,
+    c_crow: OwnedTensor<P>,
+    c_col: OwnedTensor<P>,
+    g: OwnedTensor<F>,
+}
+
 /// `out[q] = Σ_{r ∈ row k of B} b[r] · G[i, b_col[r]]` for every entry `q = (i, k)` of `A`,
 /// `G` on `C`'s pattern.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn gradient_on_first<F: Float, P: Int>(
-    a_crow: &Tensor<P>,
-    a_col: &Tensor<P>,
-    b_crow: &Tensor<P>,
-    b_col: &Tensor<P>,
-    b_val: &Tensor<F>,
-    c_crow: &Tensor<P>,
-    c_col: &Tensor<P>,
-    g: &Tensor<F>,
+    args: &GradientFirstArgs<F, P>,
     out: &mut Tensor<F>,
     m: usize,
     #[define(F, P)] _dtypes: [ElemType; 2],
@@ -67,34 +78,40 @@ fn gradient_on_first<F: Float, P: Int>(
     if q >= out.len() {
         terminate!();
     }
-    let i = row_of::<P>(a_crow, m, q);
-    let k = usize::cast_from(a_col[q]);
-    let (start, end) = (usize::cast_from(c_crow[i]), usize::cast_from(c_crow[i + 1]));
+    let i = row_of::<P>(&args.a_crow, m, q);
+    let k = usize::cast_from(args.a_col[q]);
+    let (start, end) = (usize::cast_from(args.c_crow[i]), usize::cast_from(args.c_crow[i + 1]));
     let mut acc = F::new(0.0);
-    for r in usize::cast_from(b_crow[k])..usize::cast_from(b_crow[k + 1]) {
-        let at = find::<P>(c_col, start, end, b_col[r]);
+    for r in usize::cast_from(args.b_crow[k])..usize::cast_from(args.b_crow[k + 1]) {
+        let at = find::<P>(&args.c_col, start, end, args.b_col[r]);
         if at < end {
-            acc += b_val[r] * g[at];
+            acc += args.b_val[r] * args.g[at];
         }
     }
     out[q] = acc;
+}
+
+/// What `gradient_on_second` reads: `A`'s transposed view (`a_ccol`, `order`, `rows`) and
+/// values, `B`'s pattern, `C`'s pattern and the gradient `g` on it.
+#[derive(CubeLaunch, CubeType)]
+struct GradientSecondArgs<F: Float, P: Int> {
+    a_ccol: OwnedTensor<P>,
+    order: OwnedTensor<P>,
+    rows: OwnedTensor<P>,
+    a_val: OwnedTensor<F>,
+    b_crow: OwnedTensor<P>,
+    b_col: OwnedTensor<P>,
+    c_crow: OwnedTensor<P>,
+    c_col: OwnedTensor<P>,
+    g: OwnedTensor<F>,
 }
 
 /// `out[r] = Σ_{t ∈ column k of A} a[order[t]] · G[rows[order[t]], j]` for every entry
 /// `r = (k, j)` of `B`: `a_ccol` and `order` are `A`'s transposed view (the entries of each
 /// column, in row order), `rows` the row of each entry of `A`.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn gradient_on_second<F: Float, P: Int>(
-    a_ccol: &Tensor<P>,
-    order: &Tensor<P>,
-    rows: &Tensor<P>,
-    a_val: &Tensor<F>,
-    b_crow: &Tensor<P>,
-    b_col: &Tensor<P>,
-    c_crow: &Tensor<P>,
-    c_col: &Tensor<P>,
-    g: &Tensor<F>,
+    args: &GradientSecondArgs<F, P>,
     out: &mut Tensor<F>,
     k_rows: usize,
     #[define(F, P)] _dtypes: [ElemType; 2],
@@ -103,34 +120,40 @@ fn gradient_on_second<F: Float, P: Int>(
     if r >= out.len() {
         terminate!();
     }
-    let k = row_of::<P>(b_crow, k_rows, r);
-    let j = b_col[r];
+    let k = row_of::<P>(&args.b_crow, k_rows, r);
+    let j = args.b_col[r];
     let mut acc = F::new(0.0);
-    for t in usize::cast_from(a_ccol[k])..usize::cast_from(a_ccol[k + 1]) {
-        let q = usize::cast_from(order[t]);
-        let i = usize::cast_from(rows[q]);
-        let end = usize::cast_from(c_crow[i + 1]);
-        let at = find::<P>(c_col, usize::cast_from(c_crow[i]), end, j);
+    for t in usize::cast_from(args.a_ccol[k])..usize::cast_from(args.a_ccol[k + 1]) {
+        let q = usize::cast_from(args.order[t]);
+        let i = usize::cast_from(args.rows[q]);
+        let end = usize::cast_from(args.c_crow[i + 1]);
+        let at = find::<P>(&args.c_col, usize::cast_from(args.c_crow[i]), end, j);
         if at < end {
-            acc += a_val[q] * g[at];
+            acc += args.a_val[q] * args.g[at];
         }
     }
     out[r] = acc;
 }
 
+/// A CSR pattern on the device, as the launchers take it: row pointers and columns.
+pub(crate) struct DevicePattern {
+    /// The row pointers, `[rows + 1]`.
+    pub crow: CubeTensor,
+    /// The columns, `[nnz]`.
+    pub col: CubeTensor,
+}
+
 /// The values of `A · B` on `C`'s pattern (`A [m, k]`, `B [k, n]`, `C [m, n]`, valid CSR
 /// patterns with sorted, duplicate-free rows).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn values_on(
-    a_crow: CubeTensor,
-    a_col: CubeTensor,
+    a: DevicePattern,
     a_values: CubeTensor,
-    b_crow: CubeTensor,
-    b_col: CubeTensor,
+    b: DevicePattern,
     b_values: CubeTensor,
-    c_crow: CubeTensor,
-    c_col: CubeTensor,
+    c: DevicePattern,
 ) -> CubeTensor {
+    let (DevicePattern { crow: a_crow, col: a_col }, DevicePattern { crow: b_crow, col: b_col }) = (a, b);
+    let DevicePattern { crow: c_crow, col: c_col } = c;
     widened([a_values, b_values], |[av, bv]| {
         let nnz_c = c_col.meta.num_elements();
         let m = a_crow.meta.num_elements() - 1;
@@ -149,14 +172,16 @@ pub(crate) fn values_on(
             &client,
             count,
             dim,
-            a_crow.into_tensor_arg(),
-            a_col.into_tensor_arg(),
-            into_contiguous(av).into_tensor_arg(),
-            b_crow.into_tensor_arg(),
-            b_col.into_tensor_arg(),
-            into_contiguous(bv).into_tensor_arg(),
-            c_crow.into_tensor_arg(),
-            c_col.into_tensor_arg(),
+            ValuesArgsLaunch::new(
+                a_crow.into_tensor_arg(),
+                a_col.into_tensor_arg(),
+                into_contiguous(av).into_tensor_arg(),
+                b_crow.into_tensor_arg(),
+                b_col.into_tensor_arg(),
+                into_contiguous(bv).into_tensor_arg(),
+                c_crow.into_tensor_arg(),
+                c_col.into_tensor_arg(),
+            ),
             out.clone().into_tensor_arg(),
             m,
             types,
@@ -166,17 +191,15 @@ pub(crate) fn values_on(
 }
 
 /// The gradient on `A`'s pattern of `A · B`'s values on `C` (`g [nnz_c]`): `(G · Bᵀ)` there.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn gradient_a(
-    a_crow: CubeTensor,
-    a_col: CubeTensor,
-    b_crow: CubeTensor,
-    b_col: CubeTensor,
+    a: DevicePattern,
+    b: DevicePattern,
     b_values: CubeTensor,
-    c_crow: CubeTensor,
-    c_col: CubeTensor,
+    c: DevicePattern,
     g: CubeTensor,
 ) -> CubeTensor {
+    let (DevicePattern { crow: a_crow, col: a_col }, DevicePattern { crow: b_crow, col: b_col }) = (a, b);
+    let DevicePattern { crow: c_crow, col: c_col } = c;
     widened([g, b_values], |[g, bv]| {
         let nnz_a = a_col.meta.num_elements();
         let m = a_crow.meta.num_elements() - 1;
@@ -195,14 +218,16 @@ pub(crate) fn gradient_a(
             &client,
             count,
             dim,
-            a_crow.into_tensor_arg(),
-            a_col.into_tensor_arg(),
-            b_crow.into_tensor_arg(),
-            b_col.into_tensor_arg(),
-            into_contiguous(bv).into_tensor_arg(),
-            c_crow.into_tensor_arg(),
-            c_col.into_tensor_arg(),
-            into_contiguous(g).into_tensor_arg(),
+            GradientFirstArgsLaunch::new(
+                a_crow.into_tensor_arg(),
+                a_col.into_tensor_arg(),
+                b_crow.into_tensor_arg(),
+                b_col.into_tensor_arg(),
+                into_contiguous(bv).into_tensor_arg(),
+                c_crow.into_tensor_arg(),
+                c_col.into_tensor_arg(),
+                into_contiguous(g).into_tensor_arg(),
+            ),
             out.clone().into_tensor_arg(),
             m,
             types,
@@ -213,17 +238,15 @@ pub(crate) fn gradient_a(
 
 /// The gradient on `B`'s pattern of `A · B`'s values on `C` (`g [nnz_c]`): `(Aᵀ · G)` there,
 /// through `A`'s transposed view, built on the device (a stable sort of `A`'s columns).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn gradient_b(
-    a_crow: CubeTensor,
-    a_col: CubeTensor,
+    a: DevicePattern,
     a_values: CubeTensor,
-    b_crow: CubeTensor,
-    b_col: CubeTensor,
-    c_crow: CubeTensor,
-    c_col: CubeTensor,
+    b: DevicePattern,
+    c: DevicePattern,
     g: CubeTensor,
 ) -> CubeTensor {
+    let (DevicePattern { crow: a_crow, col: a_col }, DevicePattern { crow: b_crow, col: b_col }) = (a, b);
+    let DevicePattern { crow: c_crow, col: c_col } = c;
     widened([g, a_values], |[g, av]| {
         let nnz_b = b_col.meta.num_elements();
         let nnz_a = a_col.meta.num_elements();
@@ -249,15 +272,17 @@ pub(crate) fn gradient_b(
             &client,
             count,
             dim,
-            a_ccol.into_tensor_arg(),
-            order.into_tensor_arg(),
-            rows.into_tensor_arg(),
-            into_contiguous(av).into_tensor_arg(),
-            b_crow.into_tensor_arg(),
-            b_col.into_tensor_arg(),
-            c_crow.into_tensor_arg(),
-            c_col.into_tensor_arg(),
-            into_contiguous(g).into_tensor_arg(),
+            GradientSecondArgsLaunch::new(
+                a_ccol.into_tensor_arg(),
+                order.into_tensor_arg(),
+                rows.into_tensor_arg(),
+                into_contiguous(av).into_tensor_arg(),
+                b_crow.into_tensor_arg(),
+                b_col.into_tensor_arg(),
+                c_crow.into_tensor_arg(),
+                c_col.into_tensor_arg(),
+                into_contiguous(g).into_tensor_arg(),
+            ),
             out.clone().into_tensor_arg(),
             k_rows,
             types,

@@ -17,15 +17,20 @@ use burn_cubecl::CubeBackend;
 
 /// `hits[p] = 1` where entry `p = (i, j)` of the mask `M` is reached by `A · B` (some entry
 /// `(i, k)` of `A` meets an entry `(k, j)` of `B`), else 0: the symbolic pass of `C<M> = A · B`.
+/// The three patterns `mask_hits` reads: `A`'s, `B`'s and the mask's.
+#[derive(CubeLaunch, CubeType)]
+struct MaskHitsArgs<P: Int> {
+    a_crow: OwnedTensor<P>,
+    a_col: OwnedTensor<P>,
+    b_crow: OwnedTensor<P>,
+    b_col: OwnedTensor<P>,
+    m_crow: OwnedTensor<P>,
+    m_col: OwnedTensor<P>,
+}
+
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn mask_hits<P: Int, Q: Int>(
-    a_crow: &Tensor<P>,
-    a_col: &Tensor<P>,
-    b_crow: &Tensor<P>,
-    b_col: &Tensor<P>,
-    m_crow: &Tensor<P>,
-    m_col: &Tensor<P>,
+    args: &MaskHitsArgs<P>,
     hits: &mut Tensor<Q>,
     m: usize,
     #[define(P, Q)] _dtypes: [ElemType; 2],
@@ -34,13 +39,13 @@ fn mask_hits<P: Int, Q: Int>(
     if p >= hits.len() {
         terminate!();
     }
-    let i = row_of::<P>(m_crow, m, p);
-    let j = m_col[p];
+    let i = row_of::<P>(&args.m_crow, m, p);
+    let j = args.m_col[p];
     let mut hit = Q::cast_from(0u32);
-    for q in usize::cast_from(a_crow[i])..usize::cast_from(a_crow[i + 1]) {
-        let k = usize::cast_from(a_col[q]);
-        let end = usize::cast_from(b_crow[k + 1]);
-        if find::<P>(b_col, usize::cast_from(b_crow[k]), end, j) < end {
+    for q in usize::cast_from(args.a_crow[i])..usize::cast_from(args.a_crow[i + 1]) {
+        let k = usize::cast_from(args.a_col[q]);
+        let end = usize::cast_from(args.b_crow[k + 1]);
+        if find::<P>(&args.b_col, usize::cast_from(args.b_crow[k]), end, j) < end {
             hit = Q::cast_from(1u32);
         }
     }
@@ -124,12 +129,14 @@ pub(crate) fn masked_pattern(
         &client,
         count,
         dim,
-        a_crow.into_tensor_arg(),
-        a_col.into_tensor_arg(),
-        b_crow.into_tensor_arg(),
-        b_col.into_tensor_arg(),
-        m_crow.clone().into_tensor_arg(),
-        m_col.clone().into_tensor_arg(),
+        MaskHitsArgsLaunch::new(
+            a_crow.into_tensor_arg(),
+            a_col.into_tensor_arg(),
+            b_crow.into_tensor_arg(),
+            b_col.into_tensor_arg(),
+            m_crow.clone().into_tensor_arg(),
+            m_col.clone().into_tensor_arg(),
+        ),
         hits.clone().into_tensor_arg(),
         m,
         [idtype, pdtype].map(dtype_to_storage_type),

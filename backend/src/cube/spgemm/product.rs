@@ -16,34 +16,40 @@ use burn_cubecl::ops::numeric::{empty_device_contiguous_dtype, zeros_client};
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::CubeBackend;
 
+/// What `list_products` reads: each entry's row, `A`'s columns and values, `B`'s pattern and
+/// values, and each entry's end among the partial products.
+#[derive(CubeLaunch, CubeType)]
+struct ListProductsArgs<F: Float, P: Int> {
+    rows: OwnedTensor<P>,
+    a_col: OwnedTensor<P>,
+    a_val: OwnedTensor<F>,
+    b_crow: OwnedTensor<P>,
+    b_col: OwnedTensor<P>,
+    b_val: OwnedTensor<F>,
+    ends: OwnedTensor<P>,
+}
+
 /// Every partial product of entry `q = (i, k)` of `A` with row `k` of `B`, at
 /// `ends[q] - count .. ends[q]`: its key `i · n + j` and its value.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 fn list_products<F: Float, P: Int, K: Int>(
-    rows: &Tensor<P>,
-    a_col: &Tensor<P>,
-    a_val: &Tensor<F>,
-    b_crow: &Tensor<P>,
-    b_col: &Tensor<P>,
-    b_val: &Tensor<F>,
-    ends: &Tensor<P>,
+    args: &ListProductsArgs<F, P>,
     keys: &mut Tensor<K>,
     values: &mut Tensor<F>,
     n: usize,
     #[define(F, P, K)] _dtypes: [ElemType; 3],
 ) {
     let q = ABSOLUTE_POS;
-    if q >= rows.len() {
+    if q >= args.rows.len() {
         terminate!();
     }
-    let k = usize::cast_from(a_col[q]);
-    let (start, end) = (usize::cast_from(b_crow[k]), usize::cast_from(b_crow[k + 1]));
-    let base = usize::cast_from(ends[q]) - (end - start);
-    let row_key = K::cast_from(rows[q]) * K::cast_from(n);
+    let k = usize::cast_from(args.a_col[q]);
+    let (start, end) = (usize::cast_from(args.b_crow[k]), usize::cast_from(args.b_crow[k + 1]));
+    let base = usize::cast_from(args.ends[q]) - (end - start);
+    let row_key = K::cast_from(args.rows[q]) * K::cast_from(n);
     for r in start..end {
-        keys[base + r - start] = row_key + K::cast_from(b_col[r]);
-        values[base + r - start] = a_val[q] * b_val[r];
+        keys[base + r - start] = row_key + K::cast_from(args.b_col[r]);
+        values[base + r - start] = args.a_val[q] * args.b_val[r];
     }
 }
 
@@ -103,13 +109,15 @@ pub(crate) fn product(
         &client,
         count,
         dim,
-        rows.into_tensor_arg(),
-        a_col.into_tensor_arg(),
-        into_contiguous(av).into_tensor_arg(),
-        b_crow.into_tensor_arg(),
-        b_col.into_tensor_arg(),
-        into_contiguous(bv).into_tensor_arg(),
-        into_contiguous(ends).into_tensor_arg(),
+        ListProductsArgsLaunch::new(
+            rows.into_tensor_arg(),
+            a_col.into_tensor_arg(),
+            into_contiguous(av).into_tensor_arg(),
+            b_crow.into_tensor_arg(),
+            b_col.into_tensor_arg(),
+            into_contiguous(bv).into_tensor_arg(),
+            into_contiguous(ends).into_tensor_arg(),
+        ),
         keys.clone().into_tensor_arg(),
         partial.clone().into_tensor_arg(),
         n,
