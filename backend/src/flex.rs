@@ -95,9 +95,55 @@ pub(crate) fn with_real<const N: usize>(
     }
 }
 
+/// What a check of a Flex pattern passed ([`checked_pattern`]): where its elements lie, and
+/// the buffers that hold them, kept so that they stay where they are, unwritten, while the
+/// record lives (the tensors are kept: Flex copies a buffer that another tensor shares before it
+/// writes it).
+struct CheckedFlexPattern {
+    _keep: [FlexTensor; 2],
+    /// Address, length and dtype of the row pointers, then of the columns.
+    at: [(usize, usize, DType); 2],
+    ncols: usize,
+}
+
+/// The CSR pattern `c [m + 1]`, `p [nnz]` over `ncols` columns, the elements of the contiguous
+/// Flex tensors `crow` and `col`, checked (a panic naming the violation where it is not valid:
+/// the safe functions of the tensor layer only pass the patterns of checked tensors). `cell`
+/// keeps the record of the last check that passed, so the same arrays are checked once, not at
+/// every call (the check reads the whole pattern; a small product costs little more).
+pub(crate) fn checked_pattern<'a, I: sparsegrad_kernels::index::IndexElem, J: sparsegrad_kernels::index::IndexElem>(
+    operation: &str,
+    cell: &sparsegrad_kernels::pattern::TransposeCell,
+    [crow, col]: [&FlexTensor; 2],
+    c: &'a [I],
+    p: &'a [J],
+    ncols: usize,
+) -> sparsegrad_kernels::pattern::CsrPattern<'a, I, J> {
+    use sparsegrad_kernels::pattern::CsrPattern;
+    let at = [(c.as_ptr() as usize, c.len(), crow.dtype()), (p.as_ptr() as usize, p.len(), col.dtype())];
+    let known = cell.with_checks(|slot| {
+        slot.as_ref()
+            .and_then(|r| r.downcast_ref::<CheckedFlexPattern>())
+            .is_some_and(|r| r.at == at && r.ncols == ncols)
+    });
+    if known {
+        // SAFETY: a record of this type is written below only after `CsrPattern::new` passed on
+        // elements of these dtypes at these addresses and lengths over `ncols` columns. It keeps
+        // the buffers they lie in, so those buffers are still allocated (no other allocation
+        // can lie at these addresses) and unwritten since (shared, so Flex copies before a
+        // write): these are the same elements.
+        return unsafe { CsrPattern::new_unchecked(c, p, ncols) };
+    }
+    let pattern = CsrPattern::new(c, p, ncols).unwrap_or_else(|e| panic!("{operation}: the pattern is not valid: {e}"));
+    let record = CheckedFlexPattern { _keep: [crow.clone(), col.clone()], at, ncols };
+    cell.with_checks(|slot| *slot = Some(Box::new(record)));
+    pattern
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sparsegrad_kernels::pattern::TransposeCell;
 
     #[test]
     fn transposed_views_are_copied_in_order() {
@@ -105,5 +151,66 @@ mod tests {
         let view = base.transpose(0, 1);
         let copy = contiguous(view);
         assert_eq!(copy.as_slice::<f32>().unwrap(), &[0., 4., 8., 1., 5., 9., 2., 6., 10., 3., 7., 11.]);
+    }
+
+    fn ints(v: &[i64]) -> FlexTensor {
+        FlexTensor::from_data(TensorData::new(v.to_vec(), [v.len()]))
+    }
+
+    /// Checks `crow` and `col` over `k` columns through `cell`, as the kernels' methods do.
+    fn check(cell: &TransposeCell, crow: &FlexTensor, col: &FlexTensor, k: usize) -> usize {
+        crate::match_ints!(int_slice(crow), c => crate::match_ints!(int_slice(col), p => {
+            checked_pattern("test", cell, [crow, col], c, p, k).nnz()
+        }))
+    }
+
+    /// A pattern is checked once per index storage: the record then vouches for the same
+    /// elements (other tensors over the same buffer included), never for other arrays.
+    #[test]
+    fn a_record_vouches_for_the_arrays_checked_only() {
+        let cell = TransposeCell::new();
+        let (crow, col) = (ints(&[0, 2, 3]), ints(&[0, 2, 1]));
+        assert!(!cell.with_checks(|slot| slot.is_some()));
+        assert_eq!(check(&cell, &crow, &col, 3), 3);
+        assert!(cell.with_checks(|slot| slot.is_some()), "the check is recorded");
+        // Clones share the storage: the record holds.
+        assert_eq!(check(&cell, &crow.clone(), &col.clone(), 3), 3);
+        // The same arrays over fewer columns are not what was checked.
+        let narrower = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&cell, &crow, &col, 2)));
+        assert!(narrower.is_err(), "column 2 of 2 columns passed on an old record");
+        // Equal values in other buffers pass their own check.
+        assert_eq!(check(&cell, &ints(&[0, 2, 3]), &ints(&[0, 2, 1]), 3), 3);
+    }
+
+    /// A buffer written after its check (Flex copies a shared buffer first) is checked again.
+    #[test]
+    fn a_written_buffer_is_checked_again() {
+        let cell = TransposeCell::new();
+        let (crow, mut col) = (ints(&[0, 2, 3]), ints(&[0, 2, 1]));
+        assert_eq!(check(&cell, &crow, &col, 3), 3);
+        assert!(col.try_storage_mut::<i64>().is_none(), "the record shares the buffer");
+        col.storage_mut::<i64>()[1] = 7;
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&cell, &crow, &col, 3)));
+        let message = *written.expect_err("column 7 of 3 passed").downcast::<String>().expect("a message");
+        assert!(message.contains("test: the pattern is not valid"), "{message}");
+    }
+
+    /// Each violation of the CSR invariants is refused, naming it.
+    #[test]
+    fn invalid_patterns_are_refused() {
+        let cases: [(&[i64], &[i64], &str); 4] = [
+            (&[0, 2, 1], &[0, 1], "crow"),
+            (&[1, 2, 2], &[0, 1], "crow"),
+            (&[0, 1, 3], &[0, 1], "crow"),
+            (&[0, 1, 2], &[0, -1], "col"),
+        ];
+        for (c, p, what) in cases {
+            let cell = TransposeCell::new();
+            let refused =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&cell, &ints(c), &ints(p), 2)));
+            let message = *refused.expect_err("an invalid pattern passed").downcast::<String>().expect("a message");
+            assert!(message.contains(what), "{c:?} {p:?}: {message}");
+            assert!(!cell.with_checks(|slot| slot.is_some()), "a failed check is not recorded");
+        }
     }
 }

@@ -43,6 +43,7 @@ pub use sparsegrad_kernels::layout;
 pub mod memo;
 pub mod module;
 pub mod movement;
+pub mod operand;
 pub use sparsegrad_kernels::pattern;
 /// The one random-number generator of the workspace (splitmix64): `sparsegrad_kernels::rng`.
 pub use sparsegrad_kernels::rng;

@@ -99,7 +99,6 @@ impl SparseSddmm for Flex {
         b: FlexTensor,
         transposed: Arc<TransposeCell>,
     ) -> FlexTensor {
-        let _ = transposed;
         let (crow, col) = (contiguous(crow), contiguous(col));
         let nnz = col.shape()[0];
         let [k, d] = [b.shape()[0], a.shape()[1]];
@@ -108,15 +107,15 @@ impl SparseSddmm for Flex {
             return with_real(
                 [a, bt],
                 vec![nnz],
-                |[a, bt]| with_pattern!(&crow, &col, k, |p| sddmm_bt(p, a, bt, d)),
-                |[a, bt]| with_pattern!(&crow, &col, k, |p| sddmm_bt(p, a, bt, d)),
+                |[a, bt]| with_pattern!("sparse_sddmm", &transposed, &crow, &col, k, |p| sddmm_bt(p, a, bt, d)),
+                |[a, bt]| with_pattern!("sparse_sddmm", &transposed, &crow, &col, k, |p| sddmm_bt(p, a, bt, d)),
             );
         }
         with_real(
             [a, b],
             vec![nnz],
-            |[a, b]| with_pattern!(&crow, &col, k, |p| sddmm(p, a, b, d)),
-            |[a, b]| with_pattern!(&crow, &col, k, |p| sddmm(p, a, b, d)),
+            |[a, b]| with_pattern!("sparse_sddmm", &transposed, &crow, &col, k, |p| sddmm(p, a, b, d)),
+            |[a, b]| with_pattern!("sparse_sddmm", &transposed, &crow, &col, k, |p| sddmm(p, a, b, d)),
         )
     }
 }

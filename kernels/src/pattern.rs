@@ -297,10 +297,12 @@ impl CscPattern {
 /// Beside the view, a slot for one value in the caller's keeping ([`TransposeCell::with_slot`]):
 /// the backend keeps there the last values it gathered into the view's column order, with
 /// what identifies the values they came from (or, on a Cube device, the view uploaded there);
-/// and a second one for the tensor layer's plans over the pattern
-/// ([`TransposeCell::with_plans`]: softmax segments).
+/// a second one for the tensor layer's plans over the pattern
+/// ([`TransposeCell::with_plans`]: softmax segments); and a third for the backend's record of
+/// the index arrays whose check passed ([`TransposeCell::with_checks`]), so that a host kernel
+/// checks a pattern once, not at every call.
 #[derive(Debug, Default)]
-pub struct TransposeCell(std::sync::OnceLock<CscPattern>, Slot, Slot);
+pub struct TransposeCell(std::sync::OnceLock<CscPattern>, Slot, Slot, Slot);
 
 /// [`TransposeCell`]'s slot: any value, behind a lock.
 #[derive(Default)]
@@ -347,6 +349,15 @@ impl TransposeCell {
     /// under the same rules as [`TransposeCell::with_slot`].
     pub fn with_plans<R>(&self, f: impl FnOnce(&mut Option<Box<dyn core::any::Any + Send + Sync>>) -> R) -> R {
         let mut slot = self.2 .0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut slot)
+    }
+
+    /// Runs `f` on the cell's third slot, the backend's record of the index arrays it checked
+    /// against this pattern, under the same rules as [`TransposeCell::with_slot`]. Only the
+    /// backend that wrote a record can read it (the record's type is its own), so a record
+    /// vouches for nothing but what that backend checked.
+    pub fn with_checks<R>(&self, f: impl FnOnce(&mut Option<Box<dyn core::any::Any + Send + Sync>>) -> R) -> R {
+        let mut slot = self.3 .0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut slot)
     }
 }

@@ -29,6 +29,18 @@ pub(super) struct Csr {
     pub(super) cell: Arc<TransposeCell>,
 }
 
+impl Csr {
+    /// The pattern as the primitives take it.
+    pub(super) fn operand(&self) -> sparsegrad_backend::operand::CsrOperand<Dispatch> {
+        sparsegrad_backend::operand::CsrOperand::new(
+            self.crow.clone().into_dispatch(),
+            self.col.clone().into_dispatch(),
+            self.cols,
+            self.cell.clone(),
+        )
+    }
+}
+
 pub(super) fn mismatch(operation: &'static str, a: &[usize], b: &[usize]) -> SparseError {
     invalid(operation, format!("shapes {a:?} and {b:?} cannot be multiplied"))
 }

@@ -97,17 +97,12 @@ pub fn try_mm_reduce(a: &SparseTensor<2>, x: Tensor<2>, reduce: Reduce) -> Resul
             let n = x.dims()[1];
             ensure_allocatable(m.saturating_mul(n), x.dtype().size(), OP)?;
             ensure_allocatable(m.saturating_mul(n), 8, OP)?;
-            // SAFETY: `c` is a `Csr` of a checked tensor (its type's invariant): a valid pattern
-            // `[m, k]`, and `x` is `[k, n]` (checked above).
-            Ok(Tensor::from_dispatch(unsafe {
-                <Dispatch as SparseSpmmReduce>::sparse_spmm_arg_extreme(
-                    c.crow.into_dispatch(),
-                    c.col.into_dispatch(),
-                    c.values.into_dispatch(),
-                    x.into_dispatch(),
-                    reduce == Reduce::Amax,
-                )
-            }))
+            Ok(Tensor::from_dispatch(<Dispatch as SparseSpmmReduce>::sparse_spmm_arg_extreme(
+                c.operand(),
+                c.values.into_dispatch(),
+                x.into_dispatch(),
+                reduce == Reduce::Amax,
+            )))
         }
     }
 }

@@ -379,16 +379,14 @@ impl DeviceTranspose {
 
     /// The view of the pattern `crow`, `col` over `k` columns on their device, from (or into)
     /// the pattern's cell: computed on the host and uploaded at the first call for this device.
-    ///
-    /// # Safety
-    /// `crow` and `col` are a valid pattern over `k` columns, and `cell` is theirs (or empty).
-    pub(crate) unsafe fn of(crow: &CubeTensor, col: &CubeTensor, k: usize, cell: &TransposeCell) -> Self {
+    /// The pattern read back is checked (a panic where it is not valid).
+    pub(crate) fn of(crow: &CubeTensor, col: &CubeTensor, k: usize, cell: &TransposeCell) -> Self {
         if let Some(t) = DevicePlans::get(cell, &crow.device, |p| p.transpose.clone()) {
             return t;
         }
         let (host_crow, host_col) = (host_ints(crow.clone()), host_ints(col.clone()));
-        // SAFETY: a valid pattern over `k` columns: this function's contract.
-        let a = unsafe { sparsegrad_kernels::pattern::CsrPattern::new_unchecked(&host_crow, &host_col, k) };
+        let a = sparsegrad_kernels::pattern::CsrPattern::new(&host_crow, &host_col, k)
+            .unwrap_or_else(|e| panic!("spmm: the pattern is not valid: {e}"));
         let t = Self::upload(cell.of(a), &crow.device);
         DevicePlans::put(cell, &crow.device, |p| p.transpose = Some(t.clone()));
         t

@@ -13,7 +13,6 @@ use burn::backend::{
     Backend, TensorMetadata,
 };
 use burn::tensor::{DType, TensorData};
-use sparsegrad_kernels::pattern::CsrPattern;
 use sparsegrad_kernels::spgemm::{spgemm, spgemm_grad_a, spgemm_grad_b, spgemm_numeric};
 
 /// [`SparseSpgemm::csr_spgemm`](super::SparseSpgemm::csr_spgemm) on the host.
@@ -60,13 +59,10 @@ pub unsafe fn csr_spgemm_product<B: Backend>(
     let (device, dtype) = (a_values.device(), a_values.dtype());
     let (av, bv) = (host_floats::<B>(a_values), host_floats::<B>(b_values));
     let k = ints[2].len() - 1;
-    // SAFETY: valid patterns `[m, k]` and `[k, n]`: this method's contract.
-    let (a, b) = unsafe {
-        (
-            CsrPattern::new_unchecked(&ints[0][..], &ints[1][..], k),
-            CsrPattern::new_unchecked(&ints[2][..], &ints[3][..], n),
-        )
-    };
+    let (a, b) = (
+        super::checked_csr("A", &ints[0][..], &ints[1][..], k),
+        super::checked_csr("B", &ints[2][..], &ints[3][..], n),
+    );
     let (crow, col, val) = spgemm(a, &av, b, &bv).unwrap_or_else(|e| panic!("{e}"));
     let ints_on = |v: Vec<i64>| {
         let len = v.len();

@@ -7,7 +7,6 @@ use crate::host::IntSlice;
 use burn::backend::flex::FlexTensor;
 use burn::backend::{Flex, TensorMetadata};
 use burn::tensor::{DType, TensorData};
-use sparsegrad_kernels::pattern::CsrPattern;
 use sparsegrad_kernels::real::Real;
 use sparsegrad_kernels::spgemm::{spgemm, spgemm_grad_a, spgemm_grad_b, spgemm_numeric};
 

@@ -28,50 +28,43 @@ use burn::backend::{
 
 /// Runs `$body` with `$a`, `$b`, `$c` the patterns of six index slices (`A`'s pointers and
 /// columns, then `B`'s, then `C`'s) over `$ka`, `$kb`, `$kc` columns: as they are when all six
-/// are int64 or all int32, else widened to int64.
-///
-/// Only where the slices are valid patterns over those columns (the contract of the unsafe
-/// methods it expands in, or the checked operands of [`product_pattern`]).
+/// are int64 or all int32, else widened to int64. Each pattern is checked first
+/// ([`checked_csr`]): an invalid one is a panic naming it, never a kernel walking it.
 macro_rules! with_three {
     ($ints:expr, [$ka:expr, $kb:expr, $kc:expr], |$a:ident, $b:ident, $c:ident| $body:expr) => {{
         let ints: [IntSlice<'_>; 6] = $ints;
         match ints {
             [IntSlice::I64(ap), IntSlice::I64(ai), IntSlice::I64(bp), IntSlice::I64(bi), IntSlice::I64(cp), IntSlice::I64(ci)] => {
-                // SAFETY: valid patterns over these columns: this macro's precondition.
-                let ($a, $b, $c) = unsafe {
-                    (
-                        CsrPattern::new_unchecked(ap, ai, $ka),
-                        CsrPattern::new_unchecked(bp, bi, $kb),
-                        CsrPattern::new_unchecked(cp, ci, $kc),
-                    )
-                };
+                let ($a, $b, $c) = ($crate::spgemm::checked_csr("A", ap, ai, $ka), $crate::spgemm::checked_csr("B", bp, bi, $kb), $crate::spgemm::checked_csr("C", cp, ci, $kc));
                 $body
             }
             [IntSlice::I32(ap), IntSlice::I32(ai), IntSlice::I32(bp), IntSlice::I32(bi), IntSlice::I32(cp), IntSlice::I32(ci)] => {
-                // SAFETY: as above.
-                let ($a, $b, $c) = unsafe {
-                    (
-                        CsrPattern::new_unchecked(ap, ai, $ka),
-                        CsrPattern::new_unchecked(bp, bi, $kb),
-                        CsrPattern::new_unchecked(cp, ci, $kc),
-                    )
-                };
+                let ($a, $b, $c) = ($crate::spgemm::checked_csr("A", ap, ai, $ka), $crate::spgemm::checked_csr("B", bp, bi, $kb), $crate::spgemm::checked_csr("C", cp, ci, $kc));
                 $body
             }
             other => {
                 let w: Vec<Vec<i64>> = other.iter().map(|s| s.to_i64()).collect();
-                // SAFETY: as above: the same indices, widened.
-                let ($a, $b, $c) = unsafe {
-                    (
-                        CsrPattern::new_unchecked(&w[0][..], &w[1][..], $ka),
-                        CsrPattern::new_unchecked(&w[2][..], &w[3][..], $kb),
-                        CsrPattern::new_unchecked(&w[4][..], &w[5][..], $kc),
-                    )
-                };
+                let ($a, $b, $c) = (
+                    $crate::spgemm::checked_csr("A", &w[0][..], &w[1][..], $ka),
+                    $crate::spgemm::checked_csr("B", &w[2][..], &w[3][..], $kb),
+                    $crate::spgemm::checked_csr("C", &w[4][..], &w[5][..], $kc),
+                );
                 $body
             }
         }
     }};
+}
+
+/// The CSR pattern of `ptr` and `idx` over `ncols` columns, checked: a panic naming the operand
+/// and the violation where it is not valid (the tensor layer passes only checked patterns).
+pub(crate) fn checked_csr<'a, I: sparsegrad_kernels::index::IndexElem, J: sparsegrad_kernels::index::IndexElem>(
+    operand: &str,
+    ptr: &'a [I],
+    idx: &'a [J],
+    ncols: usize,
+) -> sparsegrad_kernels::pattern::CsrPattern<'a, I, J> {
+    sparsegrad_kernels::pattern::CsrPattern::new(ptr, idx, ncols)
+        .unwrap_or_else(|e| panic!("spgemm: the pattern of {operand} is not valid: {e}"))
 }
 
 mod autodiff_impl;

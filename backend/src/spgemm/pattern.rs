@@ -3,7 +3,6 @@
 
 use crate::host::{with_ints, IntSlice};
 use burn::tensor::{Int, Tensor};
-use sparsegrad_kernels::pattern::CsrPattern;
 use sparsegrad_kernels::spgemm::{spgemm_products, spgemm_symbolic};
 
 /// The pattern of `A · B` (or of `C<M> = A · B`) as row pointers and sorted columns, from the

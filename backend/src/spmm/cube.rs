@@ -34,8 +34,7 @@ impl SparseSpmm for crate::cube::CubeBackend {
         transposed: &TransposeCell,
     ) -> FloatTensor<Self> {
         use crate::cube::spmm::{spmm_t, widened, DeviceTranspose};
-        // SAFETY: a valid pattern over `k` columns with its cell: this method's contract.
-        let t = unsafe { DeviceTranspose::of(&crow, &col, k, transposed) };
+        let t = DeviceTranspose::of(&crow, &col, k, transposed);
         widened([values, g], |[values, g]| spmm_t(&t, values, g))
     }
 

@@ -20,16 +20,13 @@ use sparsegrad_kernels::spmm_backward::{spmm_backward, Walk};
 use std::sync::{Arc, Weak};
 
 /// Runs `$body` with `$a` the pattern of the contiguous Flex index tensors `$crow` and `$col`
-/// over `$k` columns, for every pair of index types.
-///
-/// Only for the bodies of the unsafe extension methods whose contract is that the tensors form
-/// a valid pattern over `$k` columns (`SparseSpmm`, `SparseSddmm`).
+/// over `$k` columns, for every pair of index types, checked once per index storage
+/// ([`crate::flex::checked_pattern`], which keeps its record in `$cell`): an invalid pattern is
+/// a panic naming `$op` and the violation, never a kernel walking it.
 macro_rules! with_pattern {
-    ($crow:expr, $col:expr, $k:expr, |$a:ident| $body:expr) => {
+    ($op:expr, $cell:expr, $crow:expr, $col:expr, $k:expr, |$a:ident| $body:expr) => {
         $crate::match_ints!($crate::flex::int_slice($crow), c => $crate::match_ints!($crate::flex::int_slice($col), p => {
-            // SAFETY: the tensors are a valid pattern over `$k` columns: the contract of the
-            // extension method this expands in.
-            let $a = unsafe { sparsegrad_kernels::pattern::CsrPattern::new_unchecked(c, p, $k) };
+            let $a = $crate::flex::checked_pattern($op, $cell, [$crow, $col], c, p, $k);
             $body
         }))
     };
@@ -42,7 +39,7 @@ impl SparseSpmm for Flex {
         col: FlexTensor,
         values: FlexTensor,
         x: FlexTensor,
-        _cell: &TransposeCell,
+        cell: &TransposeCell,
     ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let m = crow.shape()[0] - 1;
@@ -50,8 +47,8 @@ impl SparseSpmm for Flex {
         with_real(
             [values, x],
             vec![m, n],
-            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm(a, v, x, n)),
-            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm(a, v, x, n)),
         )
     }
 
@@ -60,7 +57,7 @@ impl SparseSpmm for Flex {
         col: FlexTensor,
         values: FlexTensor,
         x: FlexTensor,
-        _cell: &TransposeCell,
+        cell: &TransposeCell,
     ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let m = crow.shape()[0] - 1;
@@ -71,8 +68,12 @@ impl SparseSpmm for Flex {
             return with_real(
                 [values, y],
                 vec![n, m],
-                |[v, y]| with_pattern!(&crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n)),
-                |[v, y]| with_pattern!(&crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n)),
+                |[v, y]| {
+                    with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n))
+                },
+                |[v, y]| {
+                    with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n))
+                },
             )
             .transpose(0, 1);
         }
@@ -80,8 +81,8 @@ impl SparseSpmm for Flex {
         with_real(
             [values, x],
             vec![n, m],
-            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
-            |[v, x]| with_pattern!(&crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
         )
         .transpose(0, 1)
     }
@@ -96,7 +97,7 @@ impl SparseSpmm for Flex {
     ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
-        let csc = with_pattern!(&crow, &col, k, |a| transposed.of(a));
+        let csc = with_pattern!("csr_spmm_t", transposed, &crow, &col, k, |a| transposed.of(a));
         let values = contiguous(values);
         if let Some(tvals) = column_values(transposed, csc, &values) {
             return with_real(
@@ -119,7 +120,7 @@ impl SparseSpmm for Flex {
     ) -> FlexTensor {
         let (crow, col) = (contiguous(crow), contiguous(col));
         let n = g.shape()[1];
-        let csc = with_pattern!(&crow, &col, k, |a| transposed.of(a));
+        let csc = with_pattern!("csr_spmm_t", transposed, &crow, &col, k, |a| transposed.of(a));
         let values = contiguous(values);
         let Some(tvals) = column_values(transposed, csc, &values) else {
             // 16-bit values: stored as `csr_spmm_t` stores them.
@@ -167,11 +168,27 @@ impl SparseSpmm for Flex {
             with_real(
                 [values, g, x],
                 total,
-                |[v, g, x]| with_pattern!(&crow, &col, k, |a| spmm_backward(&Walk::InOrder(a), v, g, x, n)),
-                |[v, g, x]| with_pattern!(&crow, &col, k, |a| spmm_backward(&Walk::InOrder(a), v, g, x, n)),
+                |[v, g, x]| {
+                    with_pattern!("spmm backward", transposed, &crow, &col, k, |a| spmm_backward(
+                        &Walk::InOrder(a),
+                        v,
+                        g,
+                        x,
+                        n
+                    ))
+                },
+                |[v, g, x]| {
+                    with_pattern!("spmm backward", transposed, &crow, &col, k, |a| spmm_backward(
+                        &Walk::InOrder(a),
+                        v,
+                        g,
+                        x,
+                        n
+                    ))
+                },
             )
         } else {
-            let csc = with_pattern!(&crow, &col, k, |a| transposed.of(a));
+            let csc = with_pattern!("spmm backward", transposed, &crow, &col, k, |a| transposed.of(a));
             let walk: Walk<'_, i64, i64> = Walk::Transposed(csc);
             with_real(
                 [values, g, x],
