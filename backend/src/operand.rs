@@ -116,3 +116,52 @@ pub(crate) fn spmm_dims<B: Backend>(
     expect_dims(operation, "x", x_shape.as_slice(), &[pattern.ncols(), n]);
     n
 }
+
+/// `n` of the transposed SpMM's operands `values [nnz]` and `g [m, n]` on `pattern [m, k]`
+/// (the product `Aᵀ · G` is `[k, n]`), checked.
+pub(crate) fn spmm_t_dims<B: Backend>(
+    operation: &str,
+    pattern: &CsrOperand<B>,
+    values: &burn::backend::tensor::FloatTensor<B>,
+    g: &burn::backend::tensor::FloatTensor<B>,
+) -> usize {
+    let g_shape = g.shape();
+    let n = if g_shape.num_dims() == 2 { g_shape[1] } else { 0 };
+    expect_dims(operation, "values", values.shape().as_slice(), &[pattern.nnz()]);
+    expect_dims(operation, "g", g_shape.as_slice(), &[pattern.nrows(), n]);
+    n
+}
+
+/// `n` of SpMM's backward operands on `pattern [m, k]`: `values [nnz]`, and the forward's `x`
+/// and output gradient `g`: `x [k, n]` and `g [m, n]` for `A · X`, `x [m, n]` and `g [k, n]`
+/// for `Aᵀ · X` (`transpose`), checked.
+pub(crate) fn spmm_backward_dims<B: Backend>(
+    operation: &str,
+    pattern: &CsrOperand<B>,
+    values: &burn::backend::tensor::FloatTensor<B>,
+    g: &burn::backend::tensor::FloatTensor<B>,
+    x: &burn::backend::tensor::FloatTensor<B>,
+    transpose: bool,
+) -> usize {
+    let (x_shape, [m, k]) = (x.shape(), [pattern.nrows(), pattern.ncols()]);
+    let n = if x_shape.num_dims() == 2 { x_shape[1] } else { 0 };
+    let (x_rows, g_rows) = if transpose { (m, k) } else { (k, m) };
+    expect_dims(operation, "values", values.shape().as_slice(), &[pattern.nnz()]);
+    expect_dims(operation, "x", x_shape.as_slice(), &[x_rows, n]);
+    expect_dims(operation, "g", g.shape().as_slice(), &[g_rows, n]);
+    n
+}
+
+/// `d` of SDDMM's operands `a [m, d]` and `b [k, d]` on `pattern [m, k]`, checked.
+pub(crate) fn sddmm_dims<B: Backend>(
+    operation: &str,
+    pattern: &CsrOperand<B>,
+    a: &burn::backend::tensor::FloatTensor<B>,
+    b: &burn::backend::tensor::FloatTensor<B>,
+) -> usize {
+    let (a_shape, b_shape) = (a.shape(), b.shape());
+    let d = if a_shape.num_dims() == 2 { a_shape[1] } else { 0 };
+    expect_dims(operation, "a", a_shape.as_slice(), &[pattern.nrows(), d]);
+    expect_dims(operation, "b", b_shape.as_slice(), &[pattern.ncols(), d]);
+    d
+}

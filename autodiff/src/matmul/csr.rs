@@ -1,7 +1,6 @@
 //! The sparse operand as the product primitives take it: [`Csr`], a checked CSR pattern with
 //! values (built only by [`csr_of`] from a 2-D tensor and [`block_diagonal`] from a batch), and the
-//! calls of the unsafe primitives (`spmm`, `sddmm`) that rely on it. Apart from the products
-//! because this is where their soundness argument lives.
+//! calls of the product primitives (`spmm`, `sddmm`) on its operand ([`Csr::operand`]).
 
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
@@ -16,8 +15,8 @@ use sparsegrad_kernels::pattern::TransposeCell;
 use std::sync::Arc;
 
 /// A sparse operand as a CSR pattern (`rows x cols`) with values, used as is or transposed.
-/// Built only by [`csr_of`] and [`block_diagonal`], from checked tensors: its pattern is valid,
-/// which the unsafe product primitives require.
+/// Built only by [`csr_of`] and [`block_diagonal`], from checked tensors: its pattern is valid
+/// (the primitives check it anyway).
 pub(super) struct Csr {
     pub(super) crow: Tensor<1, Int>,
     pub(super) col: Tensor<1, Int>,
@@ -98,20 +97,13 @@ pub(super) fn spmm_stored(
     assert_eq!(inner, expected, "{operation}: the dense operand's rows (callers check the shapes)");
     // A saturated count overflows the byte size too: refused as an overflow.
     ensure_allocatable(out_rows.saturating_mul(n), x.dtype().size(), operation)?;
-    // SAFETY: `c` is a `Csr`, built from a checked tensor (its type's invariant): a valid pattern
-    // `[rows, cols]`; `x` was checked above to be the operand the product reads.
-    Ok(Tensor::from_dispatch(unsafe {
-        <Dispatch as SparseSpmm>::sparse_spmm(
-            c.crow.clone().into_dispatch(),
-            c.col.clone().into_dispatch(),
-            c.values.clone().into_dispatch(),
-            x.into_dispatch(),
-            transpose,
-            stored_transposed,
-            c.cols,
-            c.cell.clone(),
-        )
-    }))
+    Ok(Tensor::from_dispatch(<Dispatch as SparseSpmm>::sparse_spmm(
+        c.operand(),
+        c.values.clone().into_dispatch(),
+        x.into_dispatch(),
+        transpose,
+        stored_transposed,
+    )))
 }
 
 /// `out[j] = a[row j] · b[col j]` on the pattern of `c` (its values unused), through the
@@ -123,17 +115,7 @@ pub(super) fn sddmm(c: &Csr, a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
         (rows, c.cols, b.dims()[1]),
         "sddmm operands (callers check the shapes)"
     );
-    // SAFETY: `c` is a `Csr`, a valid pattern `[rows, cols]` (its type's invariant), and the
-    // operands' shapes were checked above.
-    Tensor::from_dispatch(unsafe {
-        <Dispatch as SparseSddmm>::sparse_sddmm(
-            c.crow.clone().into_dispatch(),
-            c.col.clone().into_dispatch(),
-            a.into_dispatch(),
-            b.into_dispatch(),
-            c.cell.clone(),
-        )
-    })
+    Tensor::from_dispatch(<Dispatch as SparseSddmm>::sparse_sddmm(c.operand(), a.into_dispatch(), b.into_dispatch()))
 }
 
 /// The pattern of a batched CSR tensor (`[batch, rows, cols]`, its invariants checked) as one

@@ -5,6 +5,7 @@
 //!
 //! [`SemiMatmul`]: super::SemiMatmul
 
+use crate::operand::CsrOperand;
 use crate::sddmm::SparseSddmm;
 use crate::spmm::SparseSpmm;
 use burn::backend::{
@@ -14,6 +15,7 @@ use burn::backend::{
 use burn::tensor::{Shape, TensorData};
 use sparsegrad_kernels::pattern::{CsrPattern, TransposeCell};
 use sparsegrad_kernels::semi::csr_of;
+use std::sync::Arc;
 
 /// [`SemiMatmul::semi_mm`](super::SemiMatmul::semi_mm) through the CSR product.
 pub fn semi_mm<B: SparseSpmm + SparseSddmm>(
@@ -23,11 +25,9 @@ pub fn semi_mm<B: SparseSpmm + SparseSddmm>(
     b: FloatTensor<B>,
     transposed: bool,
 ) -> FloatTensor<B> {
-    let (crow, col) = csr_pattern::<B>(metadata, cols, &b.device());
+    let pattern = csr_pattern::<B>(metadata, cols, &b.device());
     let b = if transposed { B::float_transpose(b) } else { b };
-    // SAFETY: `csr_pattern` checked the pattern it built (over `cols` columns, the rows of
-    // `b` once oriented as `[cols, n]`).
-    let out = unsafe { B::csr_spmm(crow, col, flat::<B>(values), b, &TransposeCell::new()) };
+    let out = B::csr_spmm(pattern, flat::<B>(values), b);
     if transposed {
         B::float_transpose(out)
     } else {
@@ -43,11 +43,9 @@ pub fn semi_mm_t<B: SparseSpmm + SparseSddmm>(
     g: FloatTensor<B>,
     transposed: bool,
 ) -> FloatTensor<B> {
-    let (crow, col) = csr_pattern::<B>(metadata, cols, &g.device());
+    let pattern = csr_pattern::<B>(metadata, cols, &g.device());
     let g = if transposed { B::float_transpose(g) } else { g };
-    // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns; the cell is
-    // fresh.
-    let out = unsafe { B::csr_spmm_t(crow, col, flat::<B>(values), g, cols, &TransposeCell::new()) };
+    let out = B::csr_spmm_t(pattern, flat::<B>(values), g);
     if transposed {
         B::float_transpose(out)
     } else {
@@ -63,10 +61,8 @@ pub fn semi_sddmm<B: SparseSpmm + SparseSddmm>(
     b: FloatTensor<B>,
 ) -> FloatTensor<B> {
     let rows = metadata.shape()[0];
-    let (crow, col) = csr_pattern::<B>(metadata, cols, &g.device());
-    // SAFETY: `csr_pattern` checked the pattern it built, over `cols` columns (the rows of `b`);
-    // the cell is fresh.
-    let out = unsafe { B::sparse_sddmm(crow, col, g, b, std::sync::Arc::new(TransposeCell::new())) };
+    let pattern = csr_pattern::<B>(metadata, cols, &g.device());
+    let out = B::sparse_sddmm(pattern, g, b);
     B::float_reshape(out, Shape::new([rows, cols / 2]))
 }
 
@@ -76,16 +72,21 @@ fn flat<B: Backend>(values: FloatTensor<B>) -> FloatTensor<B> {
     B::float_reshape(values, Shape::new([n]))
 }
 
-/// The CSR pattern `(crow, col)` of the metadata words, decoded on the host and checked.
-fn csr_pattern<B: Backend>(metadata: IntTensor<B>, cols: usize, device: &B::Device) -> (IntTensor<B>, IntTensor<B>) {
+/// The CSR pattern of the metadata words, decoded on the host and checked, with a fresh cell.
+fn csr_pattern<B: Backend>(metadata: IntTensor<B>, cols: usize, device: &B::Device) -> CsrOperand<B> {
     let rows = metadata.shape()[0];
     let data = burn::backend::read_sync(B::int_into_data(metadata)).expect("metadata readback");
     let meta: Vec<i16> = data.iter::<i64>().map(|v| v as i16).collect();
     let (crow, col) = csr_of(&meta, rows, cols);
     let nnz = col.len();
-    // Checked (linear in the kept entries): the unsafe products below rely on it.
+    // Checked here (linear in the kept entries) for a panic that names the metadata; the
+    // products check it again.
     if let Err(e) = CsrPattern::new(&crow, &col, cols) {
         panic!("semi-structured metadata does not describe a [{rows}, {cols}] matrix: {e}");
     }
-    (B::int_from_data(TensorData::new(crow, [rows + 1]), device), B::int_from_data(TensorData::new(col, [nnz]), device))
+    let (crow, col) = (
+        B::int_from_data(TensorData::new(crow, [rows + 1]), device),
+        B::int_from_data(TensorData::new(col, [nnz]), device),
+    );
+    CsrOperand::new(crow, col, cols, Arc::new(TransposeCell::new()))
 }

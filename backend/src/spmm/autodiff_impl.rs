@@ -6,6 +6,7 @@
 //! the pattern's transposed-view cell.
 
 use super::{forward, SparseSpmm};
+use crate::operand::CsrOperand;
 use crate::sddmm::SparseSddmm;
 use burn::backend::autodiff::{
     checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
@@ -13,38 +14,30 @@ use burn::backend::autodiff::{
     ops::{Backward, Ops, OpsKind},
     Autodiff,
 };
-use burn::backend::{
-    tensor::{FloatTensor, IntTensor},
-    TensorMetadata,
-};
+use burn::backend::{tensor::FloatTensor, TensorMetadata};
 use burn::tensor::Slice;
-use sparsegrad_kernels::pattern::TransposeCell;
-use std::sync::Arc;
 
 /// Backward of `sparse_spmm`; parents `[values, x]`.
 #[derive(Debug)]
 struct Spmm;
 
-/// Pattern, both operands (for each other's gradient), direction, the pattern's column count
-/// and its transposed-view cache.
-type SpmmState<B> = (IntTensor<B>, IntTensor<B>, FloatTensor<B>, FloatTensor<B>, bool, usize, Arc<TransposeCell>);
+/// The pattern (with its cell: the transposed view the backward reuses), both operands (for
+/// each other's gradient) and the direction.
+type SpmmState<B> = (CsrOperand<B>, FloatTensor<B>, FloatTensor<B>, bool);
 
 impl<B: SparseSpmm + SparseSddmm> Backward<B, 2> for Spmm {
     type State = SpmmState<B>;
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let (crow, col, values, x, transpose, k, transposed) = ops.state;
+        let (pattern, values, x, transpose) = ops.state;
         let [values_node, x_node] = ops.parents;
         let g = grads.consume::<B>(&ops.node);
-        // SAFETY (every kernel call below): the state holds the pattern the forward product was
-        // called with, valid over `k` columns (its caller's contract), its cell, and the operands
-        // and the output gradient of that product, whose shapes are the ones the kernels take.
+        // The forward's pattern and operands; `g` is shaped as its output.
         if let (Some(vn), Some(xn)) = (&values_node, &x_node) {
             // Both wanted: one pass gathers each row of G once for both (see `spmm_backward`).
             let (nnz, xshape) = (values.shape().num_elements(), x.shape());
             let len = xshape.num_elements();
-            // SAFETY: the forward's pattern, valid over `k` columns, and its cell (see above).
-            let both = unsafe { B::csr_spmm_backward(crow, col, values, g, x, transpose, k, &transposed) };
+            let both = B::csr_spmm_backward(pattern, values, g, x, transpose);
             let dx = B::float_reshape(B::float_slice(both.clone(), &[Slice::new(0, Some(len as isize), 1)]), xshape);
             let dv = B::float_slice(both, &[Slice::new(len as isize, Some((len + nnz) as isize), 1)]);
             grads.register::<B>(vn.id, dv);
@@ -53,59 +46,39 @@ impl<B: SparseSpmm + SparseSddmm> Backward<B, 2> for Spmm {
         }
         if let Some(node) = values_node {
             // out = A X: dv_j = G[row j] · X[col j];  out = Aᵀ X: dv_j = X[row j] · G[col j].
-            // SAFETY: the forward's pattern, valid over `k` columns (see above).
-            let dv = unsafe {
-                if transpose {
-                    B::sparse_sddmm(crow.clone(), col.clone(), x, g.clone(), transposed.clone())
-                } else {
-                    B::sparse_sddmm(crow.clone(), col.clone(), g.clone(), x, transposed.clone())
-                }
+            let dv = if transpose {
+                B::sparse_sddmm(pattern.clone(), x, g.clone())
+            } else {
+                B::sparse_sddmm(pattern.clone(), g.clone(), x)
             };
             grads.register::<B>(node.id, dv);
         }
         if let Some(node) = x_node {
             // out = A X: dX = Aᵀ G;  out = Aᵀ X: dX = A G.
-            // SAFETY: the forward's pattern, valid over `k` columns, and its cell (see above).
-            let dx = unsafe { forward::<B>(crow, col, values, g, !transpose, false, k, &transposed) };
+            let dx = forward::<B>(pattern, values, g, !transpose, false);
             grads.register::<B>(node.id, dx);
         }
     }
 }
 
 impl<B: SparseSpmm + SparseSddmm, C: CheckpointStrategy> SparseSpmm for Autodiff<B, C> {
-    unsafe fn sparse_spmm(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
+    fn sparse_spmm(
+        pattern: CsrOperand<Self>,
         values: FloatTensor<Self>,
         x: FloatTensor<Self>,
         transpose: bool,
         stored_transposed: bool,
-        k: usize,
-        transposed: Arc<TransposeCell>,
     ) -> FloatTensor<Self> {
+        let pattern = pattern.retag::<B>();
         let guards = [values.node(), x.node()];
         let (v, xp) = (values.into_primitive(), x.into_primitive());
         match Spmm.prepare::<C>(guards).compute_bound().stateful() {
             OpsKind::Tracked(prep) => {
-                // SAFETY: the caller's contract for this method is the inner backend's kernels'.
-                let out = unsafe {
-                    forward::<B>(
-                        crow.clone(),
-                        col.clone(),
-                        v.clone(),
-                        xp.clone(),
-                        transpose,
-                        stored_transposed,
-                        k,
-                        &transposed,
-                    )
-                };
-                prep.finish((crow, col, v, xp, transpose, k, transposed), out)
+                // The inner kernels check the shapes the backward relies on.
+                let out = forward::<B>(pattern.clone(), v.clone(), xp.clone(), transpose, stored_transposed);
+                prep.finish((pattern, v, xp, transpose), out)
             }
-            OpsKind::UnTracked(prep) => {
-                // SAFETY: as above.
-                prep.finish(unsafe { forward::<B>(crow, col, v, xp, transpose, stored_transposed, k, &transposed) })
-            }
+            OpsKind::UnTracked(prep) => prep.finish(forward::<B>(pattern, v, xp, transpose, stored_transposed)),
         }
     }
 }

@@ -2,71 +2,45 @@
 //! the transposed products through the pattern's transposed view on the device.
 
 use super::SparseSpmm;
-use burn::backend::{
-    tensor::{FloatTensor, IntTensor},
-    TensorMetadata,
-};
+use crate::operand::{spmm_backward_dims, spmm_dims, spmm_t_dims, CsrOperand};
+use burn::backend::{tensor::FloatTensor, TensorMetadata};
 use burn::tensor::Shape;
-use sparsegrad_kernels::pattern::TransposeCell;
 
 /// Cube devices: the kernels of `cube::spmm` (16-bit floats widened to f32, as on Flex), the
 /// transposed products through the pattern's transposed view on the device.
 #[cfg(feature = "cube")]
 impl SparseSpmm for crate::cube::CubeBackend {
-    unsafe fn csr_spmm(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
-        values: FloatTensor<Self>,
-        x: FloatTensor<Self>,
-        cell: &TransposeCell,
-    ) -> FloatTensor<Self> {
+    fn csr_spmm(pattern: CsrOperand<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>) -> FloatTensor<Self> {
         use crate::cube::spmm::{spmm, widened, RowSplit};
-        let split = RowSplit::of(&crow, cell);
+        spmm_dims("csr_spmm", &pattern, &values, &x);
+        let (crow, col, _, cell) = pattern.into_parts();
+        let split = RowSplit::of(&crow, &cell);
         widened([values, x], |[values, x]| spmm(crow, col, values, x, split.as_ref()))
     }
 
-    unsafe fn csr_spmm_t(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
-        values: FloatTensor<Self>,
-        g: FloatTensor<Self>,
-        k: usize,
-        transposed: &TransposeCell,
-    ) -> FloatTensor<Self> {
+    fn csr_spmm_t(pattern: CsrOperand<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>) -> FloatTensor<Self> {
         use crate::cube::spmm::{spmm_t, widened, DeviceTranspose};
-        let t = DeviceTranspose::of(&crow, &col, k, transposed);
+        spmm_t_dims("csr_spmm_t", &pattern, &values, &g);
+        let (crow, col, k, cell) = pattern.into_parts();
+        let t = DeviceTranspose::of(&crow, &col, k, &cell);
         widened([values, g], |[values, g]| spmm_t(&t, values, g))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn csr_spmm_backward(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
+    fn csr_spmm_backward(
+        pattern: CsrOperand<Self>,
         values: FloatTensor<Self>,
         g: FloatTensor<Self>,
         x: FloatTensor<Self>,
         transpose: bool,
-        k: usize,
-        transposed: &TransposeCell,
     ) -> FloatTensor<Self> {
         use crate::sddmm::SparseSddmm;
         use burn::backend::ops::FloatTensorOps;
-        use std::sync::Arc;
-        // SAFETY: as the default body: the pattern is valid over `k` columns (this method's
-        // contract); `x [k, n]` for the forward product's `dX`, `g [k, n]` for the transposed one's.
-        // The SDDMM gets a fresh cell (the borrowed one cannot be shared; Cube ignores it).
-        let (dx, dv) = unsafe {
-            if transpose {
-                (
-                    Self::csr_spmm(crow.clone(), col.clone(), values, g.clone(), transposed),
-                    Self::sparse_sddmm(crow, col, x, g, Arc::new(TransposeCell::new())),
-                )
-            } else {
-                (
-                    Self::csr_spmm_t(crow.clone(), col.clone(), values, g.clone(), k, transposed),
-                    Self::sparse_sddmm(crow, col, g, x, Arc::new(TransposeCell::new())),
-                )
-            }
+        spmm_backward_dims("csr_spmm_backward", &pattern, &values, &g, &x, transpose);
+        // As the default body, the SDDMM by Cube's kernel (on the same pattern and cell).
+        let (dx, dv) = if transpose {
+            (Self::csr_spmm(pattern.clone(), values, g.clone()), Self::sparse_sddmm(pattern, x, g))
+        } else {
+            (Self::csr_spmm_t(pattern.clone(), values, g.clone()), Self::sparse_sddmm(pattern, g, x))
         };
         let len = dx.shape().num_elements();
         Self::float_cat(vec![Self::float_reshape(dx, Shape::new([len])), dv], 0)
@@ -76,63 +50,31 @@ impl SparseSpmm for crate::cube::CubeBackend {
 /// Cube devices under burn's `fusion`: the Cube kernels on the resolved tensors (`cube::fused`).
 #[cfg(all(feature = "cube", feature = "fusion"))]
 impl SparseSpmm for crate::cube::FusedCube {
-    unsafe fn csr_spmm(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
-        values: FloatTensor<Self>,
-        x: FloatTensor<Self>,
-        cell: &TransposeCell,
-    ) -> FloatTensor<Self> {
+    fn csr_spmm(pattern: CsrOperand<Self>, values: FloatTensor<Self>, x: FloatTensor<Self>) -> FloatTensor<Self> {
         use crate::cube::fused::{float, int, publish_float};
         let client = values.client.clone();
-        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
-        let out = unsafe { crate::cube::CubeBackend::csr_spmm(int(crow), int(col), float(values), float(x), cell) };
+        let out = crate::cube::CubeBackend::csr_spmm(pattern.map(int), float(values), float(x));
         publish_float(&client, out)
     }
 
-    unsafe fn csr_spmm_t(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
-        values: FloatTensor<Self>,
-        g: FloatTensor<Self>,
-        k: usize,
-        transposed: &TransposeCell,
-    ) -> FloatTensor<Self> {
+    fn csr_spmm_t(pattern: CsrOperand<Self>, values: FloatTensor<Self>, g: FloatTensor<Self>) -> FloatTensor<Self> {
         use crate::cube::fused::{float, int, publish_float};
         let client = values.client.clone();
-        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
-        let out = unsafe {
-            crate::cube::CubeBackend::csr_spmm_t(int(crow), int(col), float(values), float(g), k, transposed)
-        };
+        let out = crate::cube::CubeBackend::csr_spmm_t(pattern.map(int), float(values), float(g));
         publish_float(&client, out)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn csr_spmm_backward(
-        crow: IntTensor<Self>,
-        col: IntTensor<Self>,
+    fn csr_spmm_backward(
+        pattern: CsrOperand<Self>,
         values: FloatTensor<Self>,
         g: FloatTensor<Self>,
         x: FloatTensor<Self>,
         transpose: bool,
-        k: usize,
-        transposed: &TransposeCell,
     ) -> FloatTensor<Self> {
         use crate::cube::fused::{float, int, publish_float};
         let client = values.client.clone();
-        // SAFETY: the same tensors, resolved: this method's contract is the Cube impl's.
-        let out = unsafe {
-            crate::cube::CubeBackend::csr_spmm_backward(
-                int(crow),
-                int(col),
-                float(values),
-                float(g),
-                float(x),
-                transpose,
-                k,
-                transposed,
-            )
-        };
+        let out =
+            crate::cube::CubeBackend::csr_spmm_backward(pattern.map(int), float(values), float(g), float(x), transpose);
         publish_float(&client, out)
     }
 }

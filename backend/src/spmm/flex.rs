@@ -5,6 +5,7 @@
 
 use super::SparseSpmm;
 use crate::flex::*;
+use crate::operand::{spmm_backward_dims, spmm_dims, spmm_t_dims, CsrOperand};
 use burn::backend::flex::FlexTensor;
 use burn::backend::{Flex, TensorMetadata};
 use burn::tensor::{DType, TensorData};
@@ -34,34 +35,24 @@ macro_rules! with_pattern {
 pub(crate) use with_pattern;
 
 impl SparseSpmm for Flex {
-    unsafe fn csr_spmm(
-        crow: FlexTensor,
-        col: FlexTensor,
-        values: FlexTensor,
-        x: FlexTensor,
-        cell: &TransposeCell,
-    ) -> FlexTensor {
+    fn csr_spmm(pattern: CsrOperand<Self>, values: FlexTensor, x: FlexTensor) -> FlexTensor {
+        let n = spmm_dims("csr_spmm", &pattern, &values, &x);
+        let (m, k) = (pattern.nrows(), pattern.ncols());
+        let (crow, col, _, cell) = pattern.into_parts();
         let (crow, col) = (contiguous(crow), contiguous(col));
-        let m = crow.shape()[0] - 1;
-        let [k, n] = [x.shape()[0], x.shape()[1]];
         with_real(
             [values, x],
             vec![m, n],
-            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm(a, v, x, n)),
-            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", &cell, &crow, &col, k, |a| spmm(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", &cell, &crow, &col, k, |a| spmm(a, v, x, n)),
         )
     }
 
-    unsafe fn csr_spmm_stored_transposed(
-        crow: FlexTensor,
-        col: FlexTensor,
-        values: FlexTensor,
-        x: FlexTensor,
-        cell: &TransposeCell,
-    ) -> FlexTensor {
+    fn csr_spmm_stored_transposed(pattern: CsrOperand<Self>, values: FlexTensor, x: FlexTensor) -> FlexTensor {
+        let n = spmm_dims("csr_spmm", &pattern, &values, &x);
+        let (m, k) = (pattern.nrows(), pattern.ncols());
+        let (crow, col, _, cell) = pattern.into_parts();
         let (crow, col) = (contiguous(crow), contiguous(col));
-        let m = crow.shape()[0] - 1;
-        let [k, n] = [x.shape()[0], x.shape()[1]];
         // `x` the transposed view of a `y [n, k]` (`y · Aᵀ`, as `mm_dense_sparse` asks): the
         // kernel transposes `y` in its packing pass instead of a copy of `xᵀ` first.
         if let Some(y) = transposed_base(&x) {
@@ -69,10 +60,10 @@ impl SparseSpmm for Flex {
                 [values, y],
                 vec![n, m],
                 |[v, y]| {
-                    with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n))
+                    with_pattern!("csr_spmm", &cell, &crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n))
                 },
                 |[v, y]| {
-                    with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n))
+                    with_pattern!("csr_spmm", &cell, &crow, &col, k, |a| spmm_of_transpose_transposed_out(a, v, y, n))
                 },
             )
             .transpose(0, 1);
@@ -81,25 +72,20 @@ impl SparseSpmm for Flex {
         with_real(
             [values, x],
             vec![n, m],
-            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
-            |[v, x]| with_pattern!("csr_spmm", cell, &crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", &cell, &crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
+            |[v, x]| with_pattern!("csr_spmm", &cell, &crow, &col, k, |a| spmm_transposed_out(a, v, x, n)),
         )
         .transpose(0, 1)
     }
 
-    unsafe fn csr_spmm_t(
-        crow: FlexTensor,
-        col: FlexTensor,
-        values: FlexTensor,
-        g: FlexTensor,
-        k: usize,
-        transposed: &TransposeCell,
-    ) -> FlexTensor {
+    fn csr_spmm_t(pattern: CsrOperand<Self>, values: FlexTensor, g: FlexTensor) -> FlexTensor {
+        let n = spmm_t_dims("csr_spmm_t", &pattern, &values, &g);
+        let k = pattern.ncols();
+        let (crow, col, _, cell) = pattern.into_parts();
         let (crow, col) = (contiguous(crow), contiguous(col));
-        let n = g.shape()[1];
-        let csc = with_pattern!("csr_spmm_t", transposed, &crow, &col, k, |a| transposed.of(a));
+        let csc = with_pattern!("csr_spmm_t", &cell, &crow, &col, k, |a| cell.of(a));
         let values = contiguous(values);
-        if let Some(tvals) = column_values(transposed, csc, &values) {
+        if let Some(tvals) = column_values(&cell, csc, &values) {
             return with_real(
                 [tvals, g],
                 vec![k, n],
@@ -110,22 +96,16 @@ impl SparseSpmm for Flex {
         with_real([values, g], vec![k, n], |[v, g]| spmm_t_with(csc, v, g, n), |[v, g]| spmm_t_with(csc, v, g, n))
     }
 
-    unsafe fn csr_spmm_t_stored_transposed(
-        crow: FlexTensor,
-        col: FlexTensor,
-        values: FlexTensor,
-        g: FlexTensor,
-        k: usize,
-        transposed: &TransposeCell,
-    ) -> FlexTensor {
+    fn csr_spmm_t_stored_transposed(pattern: CsrOperand<Self>, values: FlexTensor, g: FlexTensor) -> FlexTensor {
+        let n = spmm_t_dims("csr_spmm_t", &pattern, &values, &g);
+        let k = pattern.ncols();
+        let (crow, col, _, cell) = pattern.clone().into_parts();
         let (crow, col) = (contiguous(crow), contiguous(col));
-        let n = g.shape()[1];
-        let csc = with_pattern!("csr_spmm_t", transposed, &crow, &col, k, |a| transposed.of(a));
+        let csc = with_pattern!("csr_spmm_t", &cell, &crow, &col, k, |a| cell.of(a));
         let values = contiguous(values);
-        let Some(tvals) = column_values(transposed, csc, &values) else {
+        let Some(tvals) = column_values(&cell, csc, &values) else {
             // 16-bit values: stored as `csr_spmm_t` stores them.
-            // SAFETY: this method's contract is `csr_spmm_t`'s.
-            return unsafe { Self::csr_spmm_t(crow, col, values, g, k, transposed) };
+            return Self::csr_spmm_t(pattern, values, g);
         };
         // `g` the transposed view of a `y [n, m]` (`y · A`, `mm_dense_sparse`): the kernel
         // transposes `y` in its packing pass instead of a copy of `gᵀ` first.
@@ -148,18 +128,17 @@ impl SparseSpmm for Flex {
         .transpose(0, 1)
     }
 
-    unsafe fn csr_spmm_backward(
-        crow: FlexTensor,
-        col: FlexTensor,
+    fn csr_spmm_backward(
+        pattern: CsrOperand<Self>,
         values: FlexTensor,
         g: FlexTensor,
         x: FlexTensor,
         transpose: bool,
-        k: usize,
-        transposed: &TransposeCell,
     ) -> FlexTensor {
+        let n = spmm_backward_dims("csr_spmm_backward", &pattern, &values, &g, &x, transpose);
+        let k = pattern.ncols();
+        let (crow, col, _, cell) = pattern.into_parts();
         let (crow, col) = (contiguous(crow), contiguous(col));
-        let n = g.shape()[1];
         let len = x.shape()[0];
         let total = vec![out_len(len, n, "spmm backward: dX")
             .checked_add(col.shape()[0])
@@ -169,7 +148,7 @@ impl SparseSpmm for Flex {
                 [values, g, x],
                 total,
                 |[v, g, x]| {
-                    with_pattern!("spmm backward", transposed, &crow, &col, k, |a| spmm_backward(
+                    with_pattern!("spmm backward", &cell, &crow, &col, k, |a| spmm_backward(
                         &Walk::InOrder(a),
                         v,
                         g,
@@ -178,7 +157,7 @@ impl SparseSpmm for Flex {
                     ))
                 },
                 |[v, g, x]| {
-                    with_pattern!("spmm backward", transposed, &crow, &col, k, |a| spmm_backward(
+                    with_pattern!("spmm backward", &cell, &crow, &col, k, |a| spmm_backward(
                         &Walk::InOrder(a),
                         v,
                         g,
@@ -188,7 +167,7 @@ impl SparseSpmm for Flex {
                 },
             )
         } else {
-            let csc = with_pattern!("spmm backward", transposed, &crow, &col, k, |a| transposed.of(a));
+            let csc = with_pattern!("spmm backward", &cell, &crow, &col, k, |a| cell.of(a));
             let walk: Walk<'_, i64, i64> = Walk::Transposed(csc);
             with_real(
                 [values, g, x],
