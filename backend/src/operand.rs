@@ -165,3 +165,22 @@ pub(crate) fn sddmm_dims<B: Backend>(
     expect_dims(operation, "b", b_shape.as_slice(), &[pattern.ncols(), d]);
     d
 }
+
+/// The patterns of a sparse product `A [m, k] · B [k, n]` (on `C [m, n]`'s pattern where it is
+/// given) against each other, and each value operand (name and pattern) as `[nnz]` of its
+/// pattern: a panic naming the operand where one differs.
+pub(crate) fn spgemm_dims<B: Backend>(
+    operation: &str,
+    a: &CsrOperand<B>,
+    b: &CsrOperand<B>,
+    c: Option<&CsrOperand<B>>,
+    values: &[(&str, &burn::backend::tensor::FloatTensor<B>, &CsrOperand<B>)],
+) {
+    expect_dims(operation, "B", &[b.nrows(), b.ncols()], &[a.ncols(), b.ncols()]);
+    if let Some(c) = c {
+        expect_dims(operation, "C", &[c.nrows(), c.ncols()], &[a.nrows(), b.ncols()]);
+    }
+    for (operand, v, pattern) in values {
+        expect_dims(operation, operand, v.shape().as_slice(), &[pattern.nnz()]);
+    }
+}

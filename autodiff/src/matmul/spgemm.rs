@@ -7,9 +7,12 @@ use burn::tensor::{Int, Tensor};
 use sparsegrad_backend::algebra::validate::check_numel;
 use sparsegrad_backend::alloc::ensure_allocatable;
 use sparsegrad_backend::error::invalid;
+use sparsegrad_backend::operand::CsrOperand;
 use sparsegrad_backend::spgemm::{masked_product_pattern_on_device, product_count, product_pattern, SparseSpgemm};
 use sparsegrad_backend::util::{index_dtype_for, reshape, reshape_int, try_int_tensor};
 use sparsegrad_backend::{Layout, Result, SparseTensor};
+use sparsegrad_kernels::pattern::TransposeCell;
+use std::sync::Arc;
 
 /// Options of [`spgemm_with`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -71,6 +74,12 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
         (reshape_int(c, [rows + 1]), reshape_int(p, [s.nnz()]))
     };
     let (a_idx, b_idx) = (flat(&ac, m), flat(&bc, k));
+    // The operands' patterns as the primitives take them, each with its tensor's cell.
+    let operand = |s: &SparseTensor<2>, (crow, col): &(Tensor<1, Int>, Tensor<1, Int>), cols: usize| {
+        let cell = s.transpose_cell().expect("csr");
+        CsrOperand::new(crow.clone().into_dispatch(), col.clone().into_dispatch(), cols, cell)
+    };
+    let (a_op, b_op) = (operand(&ac, &a_idx, k), operand(&bc, &b_idx, n));
     let m_idx = mask.as_ref().map(|s| flat(s, m));
     let b_values = reshape(bc.values_flat(), [bc.nnz()]);
     // The values in `a`'s dtype (a cast to the same dtype leaves them as they are).
@@ -83,22 +92,15 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
         // elements alone would not pass.
         let (elem, what) = (8 + ac.dtype().size(), "spgemm: the product");
         if ensure_allocatable(m.saturating_mul(n), elem, what).is_err() {
-            // SAFETY: the operands are checked CSR tensors of these shapes: valid patterns.
-            let products = unsafe { product_count((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), k, n)? };
+            let products = product_count((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), k, n)?;
             ensure_allocatable(usize::try_from(products).unwrap_or(usize::MAX).min(m.saturating_mul(n)), elem, what)?;
         }
-        // SAFETY: `a` and `b` are checked CSR tensors (valid patterns, one value per entry).
-        let (c_crow, c_col, values) = unsafe {
-            <Dispatch as SparseSpgemm>::sparse_spgemm_product(
-                a_idx.0.into_dispatch(),
-                a_idx.1.into_dispatch(),
-                reshape(ac.values_flat(), [ac.nnz()]).into_dispatch(),
-                b_idx.0.into_dispatch(),
-                b_idx.1.into_dispatch(),
-                b_values.into_dispatch(),
-                n,
-            )
-        };
+        let (c_crow, c_col, values) = <Dispatch as SparseSpgemm>::sparse_spgemm_product(
+            a_op,
+            reshape(ac.values_flat(), [ac.nnz()]).into_dispatch(),
+            b_op,
+            b_values.into_dispatch(),
+        );
         let (c_crow, c_col) = (Tensor::<1, Int>::from_dispatch(c_crow), Tensor::<1, Int>::from_dispatch(c_col));
         let nnz = c_col.dims()[0];
         let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
@@ -109,11 +111,11 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
         let c = unsafe { SparseTensor::csr_trusted(c_crow, c_col, Tensor::from_dispatch(values), [m, n])? };
         return if options.drop_zeros { c.eliminate_zeros() } else { Ok(c) };
     }
-    // SAFETY: the operands and the mask are checked CSR tensors of these shapes: valid patterns
-    // with sorted rows.
-    let on_device = m_idx.as_ref().and_then(|(c, p)| unsafe {
-        masked_product_pattern_on_device((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), (c, p))
-    });
+    // The operands and the mask are checked CSR tensors of these shapes: valid patterns with
+    // sorted rows.
+    let on_device = m_idx
+        .as_ref()
+        .and_then(|(c, p)| masked_product_pattern_on_device((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), (c, p)));
     let (c_crow, c_col) = match on_device {
         // The symbolic pass on the operands' device (a Cube device: one count read back).
         Some((crow, col)) => {
@@ -123,31 +125,27 @@ pub fn spgemm_with(a: &SparseTensor<2>, b: &SparseTensor<2>, options: SpgemmOpti
             (crow.cast(dtype), col)
         }
         None => {
-            // SAFETY: the operands (and the mask) are checked CSR tensors of these shapes: valid
-            // patterns with sorted rows.
-            let (crow, col) = unsafe {
-                product_pattern((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), m_idx.as_ref().map(|(c, p)| (c, p)), k, n)?
-            };
+            let (crow, col) =
+                product_pattern((&a_idx.0, &a_idx.1), (&b_idx.0, &b_idx.1), m_idx.as_ref().map(|(c, p)| (c, p)), k, n)?;
             let nnz = col.len();
             let dtype = index_dtype_for(ac.index_dtype(), m.max(n).max(nnz) as u64);
             (try_int_tensor(crow, [m + 1], dtype, &device)?, try_int_tensor(col, [nnz], dtype, &device)?)
         }
     };
-    // SAFETY: `a` and `b` are checked CSR tensors (valid patterns, one value per entry), and
-    // `c` is the symbolic pass's pattern of their product (valid, rows sorted).
-    let values = Tensor::<1>::from_dispatch(unsafe {
-        <Dispatch as SparseSpgemm>::sparse_spgemm(
-            a_idx.0.into_dispatch(),
-            a_idx.1.into_dispatch(),
-            reshape(ac.values_flat(), [ac.nnz()]).into_dispatch(),
-            b_idx.0.into_dispatch(),
-            b_idx.1.into_dispatch(),
-            b_values.into_dispatch(),
-            c_crow.clone().into_dispatch(),
-            c_col.clone().into_dispatch(),
-            n,
-        )
-    });
+    // `c` is the symbolic pass's pattern of the product, a pattern of its own (its cell new).
+    let c_op = CsrOperand::new(
+        c_crow.clone().into_dispatch(),
+        c_col.clone().into_dispatch(),
+        n,
+        Arc::new(TransposeCell::new()),
+    );
+    let values = Tensor::<1>::from_dispatch(<Dispatch as SparseSpgemm>::sparse_spgemm(
+        a_op,
+        reshape(ac.values_flat(), [ac.nnz()]).into_dispatch(),
+        b_op,
+        b_values.into_dispatch(),
+        c_op,
+    ));
     // SAFETY: the symbolic pass's pattern: pointers from 0 to nnz, non-decreasing; each row's
     // columns strictly increasing and below n; the dtype was sized for them.
     let c = unsafe { SparseTensor::csr_trusted(c_crow, c_col, values, [m, n])? };

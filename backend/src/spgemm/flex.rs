@@ -4,8 +4,9 @@
 use super::SparseSpgemm;
 use crate::flex::*;
 use crate::host::IntSlice;
+use crate::operand::{spgemm_dims, CsrOperand};
 use burn::backend::flex::FlexTensor;
-use burn::backend::{Flex, TensorMetadata};
+use burn::backend::Flex;
 use burn::tensor::{DType, TensorData};
 use sparsegrad_kernels::real::Real;
 use sparsegrad_kernels::spgemm::{spgemm, spgemm_grad_a, spgemm_grad_b, spgemm_numeric};
@@ -15,39 +16,44 @@ fn flex_ints(t: &[FlexTensor; 6]) -> [IntSlice<'_>; 6] {
     core::array::from_fn(|i| int_slice(&t[i]))
 }
 
+/// The column counts of three patterns and their six index tensors (each pattern's pointers,
+/// then its columns), contiguous.
+fn flex_patterns(patterns: [CsrOperand<Flex>; 3]) -> ([usize; 3], [FlexTensor; 6]) {
+    let cols = patterns.each_ref().map(|p| p.ncols());
+    let [(ap, ai, _, _), (bp, bi, _, _), (cp, ci, _, _)] = patterns.map(CsrOperand::into_parts);
+    (cols, [ap, ai, bp, bi, cp, ci].map(contiguous))
+}
+
 impl SparseSpgemm for Flex {
-    unsafe fn csr_spgemm(
-        a_crow: FlexTensor,
-        a_col: FlexTensor,
+    fn csr_spgemm(
+        a: CsrOperand<Self>,
         a_values: FlexTensor,
-        b_crow: FlexTensor,
-        b_col: FlexTensor,
+        b: CsrOperand<Self>,
         b_values: FlexTensor,
-        c_crow: FlexTensor,
-        c_col: FlexTensor,
-        n: usize,
+        c: CsrOperand<Self>,
     ) -> FlexTensor {
-        let t = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(contiguous);
-        let (k, nnz) = (t[2].shape()[0] - 1, t[5].shape()[0]);
+        spgemm_dims("csr_spgemm", &a, &b, Some(&c), &[("a_values", &a_values, &a), ("b_values", &b_values, &b)]);
+        let nnz = c.nnz();
+        let ([ka, kb, kc], t) = flex_patterns([a, b, c]);
         with_real(
             [a_values, b_values],
             vec![nnz],
-            |[av, bv]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
-            |[av, bv]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
+            |[av, bv]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
+            |[av, bv]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
         )
     }
 
-    unsafe fn csr_spgemm_product(
-        a_crow: FlexTensor,
-        a_col: FlexTensor,
+    fn csr_spgemm_product(
+        a: CsrOperand<Self>,
         a_values: FlexTensor,
-        b_crow: FlexTensor,
-        b_col: FlexTensor,
+        b: CsrOperand<Self>,
         b_values: FlexTensor,
-        n: usize,
     ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        spgemm_dims("csr_spgemm_product", &a, &b, None, &[("a_values", &a_values, &a), ("b_values", &b_values, &b)]);
+        let (k, n) = (a.ncols(), b.ncols());
+        let (a_crow, a_col, _, _) = a.into_parts();
+        let (b_crow, b_col, _, _) = b.into_parts();
         let t = [a_crow, a_col, b_crow, b_col].map(contiguous);
-        let k = t[2].shape()[0] - 1;
         let ints: [IntSlice<'_>; 4] = core::array::from_fn(|i| int_slice(&t[i]));
         /// The product on one float type's slices, as Flex tensors.
         fn run<T: Real + burn::tensor::Element>(
@@ -104,49 +110,43 @@ impl SparseSpgemm for Flex {
         }
     }
 
-    unsafe fn csr_spgemm_grad_a(
-        a_crow: FlexTensor,
-        a_col: FlexTensor,
-        b_crow: FlexTensor,
-        b_col: FlexTensor,
+    fn csr_spgemm_grad_a(
+        a: CsrOperand<Self>,
+        b: CsrOperand<Self>,
         b_values: FlexTensor,
-        c_crow: FlexTensor,
-        c_col: FlexTensor,
+        c: CsrOperand<Self>,
         g: FlexTensor,
-        n: usize,
     ) -> FlexTensor {
-        let t = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(contiguous);
-        let (k, nnz) = (t[2].shape()[0] - 1, t[1].shape()[0]);
+        spgemm_dims("csr_spgemm_grad_a", &a, &b, Some(&c), &[("b_values", &b_values, &b), ("g", &g, &c)]);
+        let nnz = a.nnz();
+        let ([ka, kb, kc], t) = flex_patterns([a, b, c]);
         with_real(
             [b_values, g],
             vec![nnz],
-            |[bv, g]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
-            |[bv, g]| with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
+            |[bv, g]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
+            |[bv, g]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
         )
     }
 
-    unsafe fn csr_spgemm_grad_b(
-        a_crow: FlexTensor,
-        a_col: FlexTensor,
+    fn csr_spgemm_grad_b(
+        a: CsrOperand<Self>,
         a_values: FlexTensor,
-        b_crow: FlexTensor,
-        b_col: FlexTensor,
-        c_crow: FlexTensor,
-        c_col: FlexTensor,
+        b: CsrOperand<Self>,
+        c: CsrOperand<Self>,
         g: FlexTensor,
-        n: usize,
     ) -> FlexTensor {
-        let t = [a_crow, a_col, b_crow, b_col, c_crow, c_col].map(contiguous);
-        let (k, nnz) = (t[2].shape()[0] - 1, t[3].shape()[0]);
+        spgemm_dims("csr_spgemm_grad_b", &a, &b, Some(&c), &[("a_values", &a_values, &a), ("g", &g, &c)]);
+        let nnz = b.nnz();
+        let ([ka, kb, kc], t) = flex_patterns([a, b, c]);
         with_real(
             [a_values, g],
             vec![nnz],
             |[av, g]| {
-                with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_b(a, av, b, c, g))
+                with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_b(a, av, b, c, g))
                     .unwrap_or_else(|e| panic!("{e}"))
             },
             |[av, g]| {
-                with_three!(flex_ints(&t), [k, n, n], |a, b, c| spgemm_grad_b(a, av, b, c, g))
+                with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_b(a, av, b, c, g))
                     .unwrap_or_else(|e| panic!("{e}"))
             },
         )

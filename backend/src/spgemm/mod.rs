@@ -11,15 +11,16 @@
 //!   inner backend's gradient kernels (never a dense `m x k` or `k x n`).
 //!
 //! [`product_pattern`] runs the symbolic pass (index algebra, on the host views `host` gives).
-//! The methods are `unsafe`: they take three patterns as raw index tensors, which the kernels
-//! walk through unchecked offsets; `sparsegrad-autodiff`'s `matmul` calls them only with the
-//! patterns of checked tensors and the pattern the symbolic pass computed from them.
+//! The methods are safe: they take the patterns as [`CsrOperand`]s, which the host kernels check
+//! before they walk them (each call, `checked_csr`) and the device kernels read through checked
+//! launches, and they check the value operands' shapes against them (a panic naming them).
 //!
 //! Here the trait and the macro its implementations share; the implementations are apart:
 //! [`default`] (any backend, through the host), `flex` (Flex's buffers), `cube` (the Cube
 //! kernels of `cube::spgemm`) and `autodiff_impl` (the tracked forward and the backward rule),
 //! and `pattern` the symbolic pass ([`product_pattern`]).
 
+use crate::operand::CsrOperand;
 use burn::backend::{
     backend_extension,
     tensor::{FloatTensor, IntTensor},
@@ -78,14 +79,13 @@ pub use pattern::{masked_product_pattern_on_device, product_count, product_patte
 
 /// The sparse product, differentiable on `Autodiff`, and the kernels its rule runs.
 ///
-/// # Safety
-/// Every method takes three CSR patterns, `A [m, k]` (`a_crow [m + 1]`, `a_col`), `B [k, n]`
-/// (`b_crow [k + 1]`, `b_col`) and `C [m, n]` (`c_crow [m + 1]`, `c_col`), each valid as
-/// `sparsegrad_kernels::pattern::CsrPattern::new` checks it (`k` is `b_crow`'s length less
-/// one), `C`'s rows sorted; value tensors hold one value per entry of their pattern. Where the
-/// rows of `B` (and of `C`) also hold no repeated column, as a checked CSR tensor's, every
-/// backend computes the same values; the Cube kernels find columns by bisection, so on
-/// unsorted rows they may miss entries (wrong values, never an access outside the operands).
+/// Every method takes CSR patterns ([`CsrOperand`]s), `A [m, k]`, `B [k, n]` and, where the
+/// product's pattern is given, `C [m, n]` (its rows sorted), and value tensors of one value per
+/// entry of their pattern; a pattern that is not valid CSR, or operands of other shapes, are a
+/// panic that names them. Where the rows of `B` (and of `C`) also hold no repeated column, as a
+/// checked CSR tensor's, every backend computes the same values; the Cube kernels find columns
+/// by bisection, so on unsorted rows they may miss entries (wrong values, never an access
+/// outside the operands).
 #[backend_extension(Flex, Cube: cfg(feature = "cube"), Autodiff)]
 #[diagnostic::on_unimplemented(
     message = "sparsegrad has no kernels for the backend `{Self}` (`SparseSpgemm` is not implemented)",
@@ -96,65 +96,40 @@ pub trait SparseSpgemm: Backend {
     /// The values of `A · B` on `C`'s pattern, `[nnz_c]`: the differentiable primitive
     /// (`Autodiff` records the rule; the untracked backends run
     /// [`csr_spgemm`](Self::csr_spgemm)).
-    ///
-    /// # Safety
-    /// See the trait.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn sparse_spgemm(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
+    fn sparse_spgemm(
+        #[extension_type] a: CsrOperand<Self>,
         a_values: FloatTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
+        #[extension_type] b: CsrOperand<Self>,
         b_values: FloatTensor<Self>,
-        c_crow: IntTensor<Self>,
-        c_col: IntTensor<Self>,
-        n: usize,
+        #[extension_type] c: CsrOperand<Self>,
     ) -> FloatTensor<Self> {
-        // SAFETY: this method's contract (its caller's) is the kernel's.
-        unsafe { Self::csr_spgemm(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
+        Self::csr_spgemm(a, a_values, b, b_values, c)
     }
 
     /// `C = A · B` whole in one pass ([`csr_spgemm_product`](Self::csr_spgemm_product)): `C`'s
     /// row pointers and sorted columns (int64) and its values, differentiable w.r.t. both
     /// operands' values by the same rule as [`sparse_spgemm`](Self::sparse_spgemm) (`Autodiff`
     /// records it; the untracked backends run the kernel).
-    ///
-    /// # Safety
-    /// `A [m, k]` and `B [k, n]` as for [`sparse_spgemm`](Self::sparse_spgemm).
     #[allow(clippy::type_complexity)]
-    unsafe fn sparse_spgemm_product(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
+    fn sparse_spgemm_product(
+        #[extension_type] a: CsrOperand<Self>,
         a_values: FloatTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
+        #[extension_type] b: CsrOperand<Self>,
         b_values: FloatTensor<Self>,
-        n: usize,
     ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
-        // SAFETY: this method's contract (its caller's) is the kernel's.
-        unsafe { Self::csr_spgemm_product(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
+        Self::csr_spgemm_product(a, a_values, b, b_values)
     }
 
     /// The forward kernel: the values of `A · B` on `C`'s pattern, `[nnz_c]`. Untracked (on
     /// `Autodiff`, the default through the host).
-    ///
-    /// # Safety
-    /// See the trait.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn csr_spgemm(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
+    fn csr_spgemm(
+        #[extension_type] a: CsrOperand<Self>,
         a_values: FloatTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
+        #[extension_type] b: CsrOperand<Self>,
         b_values: FloatTensor<Self>,
-        c_crow: IntTensor<Self>,
-        c_col: IntTensor<Self>,
-        n: usize,
+        #[extension_type] c: CsrOperand<Self>,
     ) -> FloatTensor<Self> {
-        // SAFETY: this method's contract.
-        unsafe { default::csr_spgemm::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col, n) }
+        default::csr_spgemm::<Self>(a, a_values, b, b_values, c)
     }
 
     /// The whole-product kernel: `C = A · B`, its pattern and values in one pass over the
@@ -162,62 +137,156 @@ pub trait SparseSpgemm: Backend {
     /// values `[nnz_c]` in `A`'s float dtype. Panics when the product's memory cannot be had
     /// (callers check the product count first: see [`product_count`]). Untracked (on
     /// `Autodiff`, the default through the host).
-    ///
-    /// # Safety
-    /// `A` and `B` as the trait says (`C` is the output here).
     #[allow(clippy::type_complexity)]
-    unsafe fn csr_spgemm_product(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
+    fn csr_spgemm_product(
+        #[extension_type] a: CsrOperand<Self>,
         a_values: FloatTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
+        #[extension_type] b: CsrOperand<Self>,
         b_values: FloatTensor<Self>,
-        n: usize,
     ) -> (IntTensor<Self>, IntTensor<Self>, FloatTensor<Self>) {
-        // SAFETY: this method's contract.
-        unsafe { default::csr_spgemm_product::<Self>(a_crow, a_col, a_values, b_crow, b_col, b_values, n) }
+        default::csr_spgemm_product::<Self>(a, a_values, b, b_values)
     }
 
     /// The backward kernel for `A`: the gradient w.r.t. `A`'s values of `A · B`'s values on `C`
     /// (`g [nnz_c]`), `(G · Bᵀ)` on `A`'s pattern, `[nnz_a]`.
-    ///
-    /// # Safety
-    /// See the trait.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn csr_spgemm_grad_a(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
+    fn csr_spgemm_grad_a(
+        #[extension_type] a: CsrOperand<Self>,
+        #[extension_type] b: CsrOperand<Self>,
         b_values: FloatTensor<Self>,
-        c_crow: IntTensor<Self>,
-        c_col: IntTensor<Self>,
+        #[extension_type] c: CsrOperand<Self>,
         g: FloatTensor<Self>,
-        n: usize,
     ) -> FloatTensor<Self> {
-        // SAFETY: this method's contract.
-        unsafe { default::csr_spgemm_grad_a::<Self>(a_crow, a_col, b_crow, b_col, b_values, c_crow, c_col, g, n) }
+        default::csr_spgemm_grad_a::<Self>(a, b, b_values, c, g)
     }
 
     /// The backward kernel for `B`: the gradient w.r.t. `B`'s values of `A · B`'s values on `C`
     /// (`g [nnz_c]`), `(Aᵀ · G)` on `B`'s pattern, `[nnz_b]`.
-    ///
-    /// # Safety
-    /// See the trait.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn csr_spgemm_grad_b(
-        a_crow: IntTensor<Self>,
-        a_col: IntTensor<Self>,
+    fn csr_spgemm_grad_b(
+        #[extension_type] a: CsrOperand<Self>,
         a_values: FloatTensor<Self>,
-        b_crow: IntTensor<Self>,
-        b_col: IntTensor<Self>,
-        c_crow: IntTensor<Self>,
-        c_col: IntTensor<Self>,
+        #[extension_type] b: CsrOperand<Self>,
+        #[extension_type] c: CsrOperand<Self>,
         g: FloatTensor<Self>,
-        n: usize,
     ) -> FloatTensor<Self> {
-        // SAFETY: this method's contract.
-        unsafe { default::csr_spgemm_grad_b::<Self>(a_crow, a_col, a_values, b_crow, b_col, c_crow, c_col, g, n) }
+        default::csr_spgemm_grad_b::<Self>(a, a_values, b, c, g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::flex::FlexTensor;
+    use burn::backend::Flex;
+    use burn::tensor::TensorData;
+    use sparsegrad_kernels::pattern::TransposeCell;
+    use std::sync::Arc;
+
+    fn ints(v: &[i64]) -> FlexTensor {
+        FlexTensor::from_data(TensorData::new(v.to_vec(), [v.len()]))
+    }
+
+    fn floats(v: &[f64]) -> FlexTensor {
+        FlexTensor::from_data(TensorData::new(v.to_vec(), [v.len()]))
+    }
+
+    fn host(t: FlexTensor) -> Vec<f64> {
+        t.into_data().convert_dtype(burn::tensor::DType::F64).try_into_vec::<f64>().unwrap()
+    }
+
+    fn pattern(crow: &[i64], col: &[i64], k: usize) -> CsrOperand<Flex> {
+        CsrOperand::new(ints(crow), ints(col), k, Arc::new(TransposeCell::new()))
+    }
+
+    /// `A [2, 3]`, `B [3, 2]` and the pattern of their product, `C [2, 2]`.
+    fn operands() -> [(CsrOperand<Flex>, FlexTensor); 3] {
+        [
+            (pattern(&[0, 2, 3], &[0, 2, 1], 3), floats(&[1.0, 2.0, 3.0])),
+            (pattern(&[0, 1, 2, 4], &[1, 0, 0, 1], 2), floats(&[4.0, 5.0, 6.0, 7.0])),
+            (pattern(&[0, 2, 3], &[0, 1, 0], 2), floats(&[1.0, 1.0, 1.0])),
+        ]
+    }
+
+    fn message(run: &dyn Fn()) -> String {
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).expect_err("accepted");
+        err.downcast::<String>().map(|s| *s).unwrap_or_default()
+    }
+
+    /// The Flex methods and the portable defaults agree.
+    #[test]
+    fn flex_and_defaults_agree() {
+        let [(a, av), (b, bv), (c, g)] = operands();
+        let (crow, col, v1) = Flex::csr_spgemm_product(a.clone(), av.clone(), b.clone(), bv.clone());
+        let (crow2, col2, v2) = default::csr_spgemm_product::<Flex>(a.clone(), av.clone(), b.clone(), bv.clone());
+        let index =
+            |t: FlexTensor| t.into_data().convert_dtype(burn::tensor::DType::I64).try_into_vec::<i64>().unwrap();
+        assert_eq!((index(crow), index(col)), (vec![0, 2, 3], vec![0, 1, 0]));
+        assert_eq!((index(crow2), index(col2)), (vec![0, 2, 3], vec![0, 1, 0]));
+        assert_eq!(host(v1), vec![12.0, 18.0, 15.0]);
+        assert_eq!(host(v2), vec![12.0, 18.0, 15.0]);
+        let on_c = Flex::csr_spgemm(a.clone(), av.clone(), b.clone(), bv.clone(), c.clone());
+        assert_eq!(host(on_c), vec![12.0, 18.0, 15.0]);
+        let on_c = default::csr_spgemm::<Flex>(a.clone(), av.clone(), b.clone(), bv.clone(), c.clone());
+        assert_eq!(host(on_c), vec![12.0, 18.0, 15.0]);
+        let ga = host(Flex::csr_spgemm_grad_a(a.clone(), b.clone(), bv.clone(), c.clone(), g.clone()));
+        assert_eq!(
+            ga,
+            host(default::csr_spgemm_grad_a::<Flex>(a.clone(), b.clone(), bv.clone(), c.clone(), g.clone()))
+        );
+        let gb = host(Flex::csr_spgemm_grad_b(a.clone(), av.clone(), b.clone(), c.clone(), g.clone()));
+        assert_eq!(gb, host(default::csr_spgemm_grad_b::<Flex>(a, av, b, c, g)));
+    }
+
+    /// A pattern that is not valid CSR, or an operand of another shape, is a panic naming it, on
+    /// the Flex kernels and the host defaults alike.
+    #[test]
+    fn bad_operands_are_refused() {
+        let [(a, av), (b, bv), (c, g)] = operands();
+        // A's column 3 past its 3 columns.
+        let bad_a = pattern(&[0, 2, 3], &[0, 3, 1], 3);
+        let m = message(&|| drop(Flex::csr_spgemm(bad_a.clone(), av.clone(), b.clone(), bv.clone(), c.clone())));
+        assert!(m.contains("pattern of A is not valid"), "{m}");
+        let m =
+            message(&|| drop(default::csr_spgemm::<Flex>(bad_a.clone(), av.clone(), b.clone(), bv.clone(), c.clone())));
+        assert!(m.contains("pattern of A is not valid"), "{m}");
+        let m = message(&|| drop(Flex::csr_spgemm_product(bad_a.clone(), av.clone(), b.clone(), bv.clone())));
+        assert!(m.contains("pattern of A is not valid"), "{m}");
+        let m =
+            message(&|| drop(default::csr_spgemm_product::<Flex>(bad_a.clone(), av.clone(), b.clone(), bv.clone())));
+        assert!(m.contains("pattern of A is not valid"), "{m}");
+        // C's row pointers decrease.
+        let bad_c = pattern(&[0, 4, 3], &[0, 1, 0], 2);
+        let m = message(&|| drop(Flex::csr_spgemm_grad_a(a.clone(), b.clone(), bv.clone(), bad_c.clone(), g.clone())));
+        assert!(m.contains("pattern of C is not valid"), "{m}");
+        let m = message(&|| {
+            drop(default::csr_spgemm_grad_b::<Flex>(a.clone(), av.clone(), b.clone(), bad_c.clone(), g.clone()))
+        });
+        assert!(m.contains("pattern of C is not valid"), "{m}");
+        // B with 2 rows against A's 3 columns.
+        let short_b = pattern(&[0, 1, 2], &[1, 0], 2);
+        let m = message(&|| drop(Flex::csr_spgemm(a.clone(), av.clone(), short_b.clone(), bv.clone(), c.clone())));
+        assert!(m.contains("csr_spgemm: B is [2, 2], expected [3, 2]"), "{m}");
+        let m =
+            message(&|| drop(default::csr_spgemm_product::<Flex>(a.clone(), av.clone(), short_b.clone(), bv.clone())));
+        assert!(m.contains("csr_spgemm_product: B is [2, 2], expected [3, 2]"), "{m}");
+        // C over 3 columns for a product of 2.
+        let wide_c = pattern(&[0, 2, 3], &[0, 1, 0], 3);
+        let m = message(&|| drop(Flex::csr_spgemm(a.clone(), av.clone(), b.clone(), bv.clone(), wide_c.clone())));
+        assert!(m.contains("csr_spgemm: C is [2, 3], expected [2, 2]"), "{m}");
+        // Values of another length than their pattern's entries.
+        let short_values = floats(&[1.0; 3]);
+        let m = message(&|| drop(Flex::csr_spgemm(a.clone(), av.clone(), b.clone(), short_values.clone(), c.clone())));
+        assert!(m.contains("csr_spgemm: b_values is [3], expected [4]"), "{m}");
+        let m = message(&|| {
+            drop(default::csr_spgemm::<Flex>(a.clone(), av.clone(), b.clone(), short_values.clone(), c.clone()))
+        });
+        assert!(m.contains("csr_spgemm: b_values is [3], expected [4]"), "{m}");
+        let short_g = floats(&[1.0; 2]);
+        let m =
+            message(&|| drop(Flex::csr_spgemm_grad_a(a.clone(), b.clone(), bv.clone(), c.clone(), short_g.clone())));
+        assert!(m.contains("csr_spgemm_grad_a: g is [2], expected [3]"), "{m}");
+        let m = message(&|| {
+            drop(default::csr_spgemm_grad_b::<Flex>(a.clone(), short_g.clone(), b.clone(), c.clone(), g.clone()))
+        });
+        assert!(m.contains("csr_spgemm_grad_b: a_values is [2], expected [3]"), "{m}");
     }
 }

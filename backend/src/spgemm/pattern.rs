@@ -7,11 +7,9 @@ use sparsegrad_kernels::spgemm::{spgemm_products, spgemm_symbolic};
 
 /// The pattern of `A · B` (or of `C<M> = A · B`) as row pointers and sorted columns, from the
 /// index tensors of CSR operands `A [m, k]` (`a_crow`, `a_col`) and `B [k, n]` and an optional
-/// mask `[m, n]` with sorted rows: the symbolic pass, on the host.
-///
-/// # Safety
-/// The index tensors form valid CSR patterns of those shapes (a checked tensor's).
-pub unsafe fn product_pattern(
+/// mask `[m, n]` with sorted rows: the symbolic pass, on the host. Each pattern is checked
+/// first: one that is not valid CSR of its shape is a panic naming it.
+pub fn product_pattern(
     a: (&Tensor<1, Int>, &Tensor<1, Int>),
     b: (&Tensor<1, Int>, &Tensor<1, Int>),
     mask: Option<(&Tensor<1, Int>, &Tensor<1, Int>)>,
@@ -43,12 +41,10 @@ pub unsafe fn product_pattern(
 /// The pattern of the masked product `C<M> = A · B`, as [`product_pattern`] computes it, on the
 /// operands' device where the backend has the kernel (`IndexKernels::masked_product_pattern`:
 /// a Cube device, reading back one count): row pointers and columns there, i32 or i64; `None`
-/// where the symbolic pass runs on the host.
-///
-/// # Safety
-/// The index tensors form valid CSR patterns with sorted rows: `A [m, k]`, `B [k, n]` and the
-/// mask `[m, n]` (checked tensors').
-pub unsafe fn masked_product_pattern_on_device(
+/// where the symbolic pass runs on the host. The patterns are `A [m, k]`, `B [k, n]` and the
+/// mask `[m, n]` with sorted rows (checked tensors'); the device kernel reads them through
+/// checked launches (other patterns give a wrong pattern, never an access outside them).
+pub fn masked_product_pattern_on_device(
     a: (&Tensor<1, Int>, &Tensor<1, Int>),
     b: (&Tensor<1, Int>, &Tensor<1, Int>),
     mask: (&Tensor<1, Int>, &Tensor<1, Int>),
@@ -63,9 +59,10 @@ pub unsafe fn masked_product_pattern_on_device(
 /// # Errors
 /// An `Allocation` error when the count overflows.
 ///
-/// # Safety
-/// The index tensors form valid CSR patterns of those shapes (a checked tensor's).
-pub unsafe fn product_count(
+/// # Panics
+/// On the host, where a pattern is not valid CSR of its shape (the device kernel reads them
+/// through a checked launch).
+pub fn product_count(
     a: (&Tensor<1, Int>, &Tensor<1, Int>),
     b: (&Tensor<1, Int>, &Tensor<1, Int>),
     k: usize,
