@@ -17,11 +17,19 @@ fn flex_ints(t: &[FlexTensor; 6]) -> [IntSlice<'_>; 6] {
 }
 
 /// The column counts of three patterns and their six index tensors (each pattern's pointers,
-/// then its columns), contiguous.
-fn flex_patterns(patterns: [CsrOperand<Flex>; 3]) -> ([usize; 3], [FlexTensor; 6]) {
+/// then its columns), contiguous, each pattern checked through its cell
+/// ([`checked_pattern`]: once per index storage), as `with_three!`'s `vouched:` form requires.
+fn flex_patterns(operation: &str, patterns: [CsrOperand<Flex>; 3]) -> ([usize; 3], [FlexTensor; 6]) {
     let cols = patterns.each_ref().map(|p| p.ncols());
-    let [(ap, ai, _, _), (bp, bi, _, _), (cp, ci, _, _)] = patterns.map(CsrOperand::into_parts);
-    (cols, [ap, ai, bp, bi, cp, ci].map(contiguous))
+    let [(ap, ai, _, ac), (bp, bi, _, bc), (cp, ci, _, cc)] = patterns.map(CsrOperand::into_parts);
+    let t = [ap, ai, bp, bi, cp, ci].map(contiguous);
+    for (q, cell) in [ac, bc, cc].iter().enumerate() {
+        let (crow, col) = (&t[2 * q], &t[2 * q + 1]);
+        crate::match_ints!(int_slice(crow), c => crate::match_ints!(int_slice(col), p => {
+            checked_pattern(operation, cell, [crow, col], c, p, cols[q]);
+        }));
+    }
+    (cols, t)
 }
 
 impl SparseSpgemm for Flex {
@@ -34,12 +42,12 @@ impl SparseSpgemm for Flex {
     ) -> FlexTensor {
         spgemm_dims("csr_spgemm", &a, &b, Some(&c), &[("a_values", &a_values, &a), ("b_values", &b_values, &b)]);
         let nnz = c.nnz();
-        let ([ka, kb, kc], t) = flex_patterns([a, b, c]);
+        let ([ka, kb, kc], t) = flex_patterns("csr_spgemm", [a, b, c]);
         with_real(
             [a_values, b_values],
             vec![nnz],
-            |[av, bv]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
-            |[av, bv]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
+            |[av, bv]| with_three!(vouched: flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
+            |[av, bv]| with_three!(vouched: flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_numeric(a, av, b, bv, c)),
         )
     }
 
@@ -51,9 +59,17 @@ impl SparseSpgemm for Flex {
     ) -> (FlexTensor, FlexTensor, FlexTensor) {
         spgemm_dims("csr_spgemm_product", &a, &b, None, &[("a_values", &a_values, &a), ("b_values", &b_values, &b)]);
         let (k, n) = (a.ncols(), b.ncols());
-        let (a_crow, a_col, _, _) = a.into_parts();
-        let (b_crow, b_col, _, _) = b.into_parts();
+        let (a_crow, a_col, _, a_cell) = a.into_parts();
+        let (b_crow, b_col, _, b_cell) = b.into_parts();
         let t = [a_crow, a_col, b_crow, b_col].map(contiguous);
+        // Each pattern checked through its cell (once per index storage), as `run`'s
+        // `with_three!` form requires.
+        for (q, (cell, cols)) in [(&a_cell, k), (&b_cell, n)].into_iter().enumerate() {
+            let (crow, col) = (&t[2 * q], &t[2 * q + 1]);
+            crate::match_ints!(int_slice(crow), c => crate::match_ints!(int_slice(col), p => {
+                checked_pattern("csr_spgemm_product", cell, [crow, col], c, p, cols);
+            }));
+        }
         let ints: [IntSlice<'_>; 4] = core::array::from_fn(|i| int_slice(&t[i]));
         /// The product on one float type's slices, as Flex tensors.
         fn run<T: Real + burn::tensor::Element>(
@@ -63,10 +79,11 @@ impl SparseSpgemm for Flex {
             av: &[T],
             bv: &[T],
         ) -> (FlexTensor, FlexTensor, Vec<T>) {
-            // A's pattern stands in for C's slots, not read.
+            // A's pattern stands in for C's slots, not read. The caller checked both patterns.
             let [ap, ai, bp, bi] = ints;
-            let (crow, col, val) = with_three!([ap, ai, bp, bi, ap, ai], [k, n, k], |a, b, _c| spgemm(a, av, b, bv))
-                .unwrap_or_else(|e| panic!("{e}"));
+            let (crow, col, val) =
+                with_three!(vouched: [ap, ai, bp, bi, ap, ai], [k, n, k], |a, b, _c| spgemm(a, av, b, bv))
+                    .unwrap_or_else(|e| panic!("{e}"));
             let ints_of = |v: Vec<i64>| {
                 let len = v.len();
                 FlexTensor::from_data(TensorData::new(v, [len]))
@@ -119,12 +136,12 @@ impl SparseSpgemm for Flex {
     ) -> FlexTensor {
         spgemm_dims("csr_spgemm_grad_a", &a, &b, Some(&c), &[("b_values", &b_values, &b), ("g", &g, &c)]);
         let nnz = a.nnz();
-        let ([ka, kb, kc], t) = flex_patterns([a, b, c]);
+        let ([ka, kb, kc], t) = flex_patterns("csr_spgemm_grad_a", [a, b, c]);
         with_real(
             [b_values, g],
             vec![nnz],
-            |[bv, g]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
-            |[bv, g]| with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
+            |[bv, g]| with_three!(vouched: flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
+            |[bv, g]| with_three!(vouched: flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_a(a, b, bv, c, g)),
         )
     }
 
@@ -137,16 +154,16 @@ impl SparseSpgemm for Flex {
     ) -> FlexTensor {
         spgemm_dims("csr_spgemm_grad_b", &a, &b, Some(&c), &[("a_values", &a_values, &a), ("g", &g, &c)]);
         let nnz = b.nnz();
-        let ([ka, kb, kc], t) = flex_patterns([a, b, c]);
+        let ([ka, kb, kc], t) = flex_patterns("csr_spgemm_grad_b", [a, b, c]);
         with_real(
             [a_values, g],
             vec![nnz],
             |[av, g]| {
-                with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_b(a, av, b, c, g))
+                with_three!(vouched: flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_b(a, av, b, c, g))
                     .unwrap_or_else(|e| panic!("{e}"))
             },
             |[av, g]| {
-                with_three!(flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_b(a, av, b, c, g))
+                with_three!(vouched: flex_ints(&t), [ka, kb, kc], |a, b, c| spgemm_grad_b(a, av, b, c, g))
                     .unwrap_or_else(|e| panic!("{e}"))
             },
         )

@@ -30,25 +30,49 @@ use burn::backend::{
 /// Runs `$body` with `$a`, `$b`, `$c` the patterns of six index slices (`A`'s pointers and
 /// columns, then `B`'s, then `C`'s) over `$ka`, `$kb`, `$kc` columns: as they are when all six
 /// are int64 or all int32, else widened to int64. Each pattern is checked first
-/// ([`checked_csr`]): an invalid one is a panic naming it, never a kernel walking it.
+/// ([`checked_csr`]): an invalid one is a panic naming it, never a kernel walking it. The
+/// `vouched:` form skips the checks; it is for Flex's tensors that `flex::checked_pattern` has
+/// just checked (or found checked in their cell), and only those.
 macro_rules! with_three {
-    ($ints:expr, [$ka:expr, $kb:expr, $kc:expr], |$a:ident, $b:ident, $c:ident| $body:expr) => {{
+    ($ints:expr, [$ka:expr, $kb:expr, $kc:expr], |$a:ident, $b:ident, $c:ident| $body:expr) => {
+        with_three!(@run checked, $ints, [$ka, $kb, $kc], |$a, $b, $c| $body)
+    };
+    (vouched: $ints:expr, [$ka:expr, $kb:expr, $kc:expr], |$a:ident, $b:ident, $c:ident| $body:expr) => {
+        with_three!(@run vouched, $ints, [$ka, $kb, $kc], |$a, $b, $c| $body)
+    };
+    (@make checked, $name:literal, $p:expr, $i:expr, $k:expr) => {
+        $crate::spgemm::checked_csr($name, $p, $i, $k)
+    };
+    (@make vouched, $name:literal, $p:expr, $i:expr, $k:expr) => {
+        // SAFETY: the `vouched:` form's contract: `flex::checked_pattern` checked these
+        // elements (the same slices, or their widened copies) over these columns just before.
+        unsafe { sparsegrad_kernels::pattern::CsrPattern::new_unchecked($p, $i, $k) }
+    };
+    (@run $how:ident, $ints:expr, [$ka:expr, $kb:expr, $kc:expr], |$a:ident, $b:ident, $c:ident| $body:expr) => {{
         let ints: [IntSlice<'_>; 6] = $ints;
         match ints {
             [IntSlice::I64(ap), IntSlice::I64(ai), IntSlice::I64(bp), IntSlice::I64(bi), IntSlice::I64(cp), IntSlice::I64(ci)] => {
-                let ($a, $b, $c) = ($crate::spgemm::checked_csr("A", ap, ai, $ka), $crate::spgemm::checked_csr("B", bp, bi, $kb), $crate::spgemm::checked_csr("C", cp, ci, $kc));
+                let ($a, $b, $c) = (
+                    with_three!(@make $how, "A", ap, ai, $ka),
+                    with_three!(@make $how, "B", bp, bi, $kb),
+                    with_three!(@make $how, "C", cp, ci, $kc),
+                );
                 $body
             }
             [IntSlice::I32(ap), IntSlice::I32(ai), IntSlice::I32(bp), IntSlice::I32(bi), IntSlice::I32(cp), IntSlice::I32(ci)] => {
-                let ($a, $b, $c) = ($crate::spgemm::checked_csr("A", ap, ai, $ka), $crate::spgemm::checked_csr("B", bp, bi, $kb), $crate::spgemm::checked_csr("C", cp, ci, $kc));
+                let ($a, $b, $c) = (
+                    with_three!(@make $how, "A", ap, ai, $ka),
+                    with_three!(@make $how, "B", bp, bi, $kb),
+                    with_three!(@make $how, "C", cp, ci, $kc),
+                );
                 $body
             }
             other => {
                 let w: Vec<Vec<i64>> = other.iter().map(|s| s.to_i64()).collect();
                 let ($a, $b, $c) = (
-                    $crate::spgemm::checked_csr("A", &w[0][..], &w[1][..], $ka),
-                    $crate::spgemm::checked_csr("B", &w[2][..], &w[3][..], $kb),
-                    $crate::spgemm::checked_csr("C", &w[4][..], &w[5][..], $kc),
+                    with_three!(@make $how, "A", &w[0][..], &w[1][..], $ka),
+                    with_three!(@make $how, "B", &w[2][..], &w[3][..], $kb),
+                    with_three!(@make $how, "C", &w[4][..], &w[5][..], $kc),
                 );
                 $body
             }
