@@ -114,11 +114,27 @@ struct CheckedFlexPattern {
 pub(crate) fn checked_pattern<'a, I: sparsegrad_kernels::index::IndexElem, J: sparsegrad_kernels::index::IndexElem>(
     operation: &str,
     cell: &sparsegrad_kernels::pattern::TransposeCell,
-    [crow, col]: [&FlexTensor; 2],
+    tensors: [&FlexTensor; 2],
     c: &'a [I],
     p: &'a [J],
     ncols: usize,
 ) -> sparsegrad_kernels::pattern::CsrPattern<'a, I, J> {
+    try_checked_pattern(cell, tensors, c, p, ncols)
+        .unwrap_or_else(|e| panic!("{operation}: the pattern is not valid: {e}"))
+}
+
+/// [`checked_pattern`] with the violation returned, for a caller that names the operand itself.
+pub(crate) fn try_checked_pattern<
+    'a,
+    I: sparsegrad_kernels::index::IndexElem,
+    J: sparsegrad_kernels::index::IndexElem,
+>(
+    cell: &sparsegrad_kernels::pattern::TransposeCell,
+    [crow, col]: [&FlexTensor; 2],
+    c: &'a [I],
+    p: &'a [J],
+    ncols: usize,
+) -> sparsegrad_kernels::Result<sparsegrad_kernels::pattern::CsrPattern<'a, I, J>> {
     use sparsegrad_kernels::pattern::CsrPattern;
     let at = [(c.as_ptr() as usize, c.len(), crow.dtype()), (p.as_ptr() as usize, p.len(), col.dtype())];
     let known = cell.with_checks(|slot| {
@@ -132,12 +148,12 @@ pub(crate) fn checked_pattern<'a, I: sparsegrad_kernels::index::IndexElem, J: sp
         // the buffers they lie in, so those buffers are still allocated (no other allocation
         // can lie at these addresses) and unwritten since (shared, so Flex copies before a
         // write): these are the same elements.
-        return unsafe { CsrPattern::new_unchecked(c, p, ncols) };
+        return Ok(unsafe { CsrPattern::new_unchecked(c, p, ncols) });
     }
-    let pattern = CsrPattern::new(c, p, ncols).unwrap_or_else(|e| panic!("{operation}: the pattern is not valid: {e}"));
+    let pattern = CsrPattern::new(c, p, ncols)?;
     let record = CheckedFlexPattern { _keep: [crow.clone(), col.clone()], at, ncols };
     cell.with_checks(|slot| *slot = Some(Box::new(record)));
-    pattern
+    Ok(pattern)
 }
 
 #[cfg(test)]

@@ -24,12 +24,26 @@ fn flex_patterns(operation: &str, patterns: [CsrOperand<Flex>; 3]) -> ([usize; 3
     let [(ap, ai, _, ac), (bp, bi, _, bc), (cp, ci, _, cc)] = patterns.map(CsrOperand::into_parts);
     let t = [ap, ai, bp, bi, cp, ci].map(contiguous);
     for (q, cell) in [ac, bc, cc].iter().enumerate() {
-        let (crow, col) = (&t[2 * q], &t[2 * q + 1]);
-        crate::match_ints!(int_slice(crow), c => crate::match_ints!(int_slice(col), p => {
-            checked_pattern(operation, cell, [crow, col], c, p, cols[q]);
-        }));
+        vouch(operation, ["A", "B", "C"][q], cell, [&t[2 * q], &t[2 * q + 1]], cols[q]);
     }
     (cols, t)
+}
+
+/// Checks the pattern `[crow, col]` over `ncols` columns through its cell ([`try_checked_pattern`]:
+/// once per index storage): a panic naming `operand` where it is not valid, as the host path's
+/// (`spgemm::checked_csr`).
+fn vouch(
+    operation: &str,
+    operand: &str,
+    cell: &sparsegrad_kernels::pattern::TransposeCell,
+    [crow, col]: [&FlexTensor; 2],
+    ncols: usize,
+) {
+    crate::match_ints!(int_slice(crow), c => crate::match_ints!(int_slice(col), p => {
+        if let Err(e) = try_checked_pattern(cell, [crow, col], c, p, ncols) {
+            panic!("{operation}: the pattern of {operand} is not valid: {e}");
+        }
+    }));
 }
 
 impl SparseSpgemm for Flex {
@@ -64,12 +78,8 @@ impl SparseSpgemm for Flex {
         let t = [a_crow, a_col, b_crow, b_col].map(contiguous);
         // Each pattern checked through its cell (once per index storage), as `run`'s
         // `with_three!` form requires.
-        for (q, (cell, cols)) in [(&a_cell, k), (&b_cell, n)].into_iter().enumerate() {
-            let (crow, col) = (&t[2 * q], &t[2 * q + 1]);
-            crate::match_ints!(int_slice(crow), c => crate::match_ints!(int_slice(col), p => {
-                checked_pattern("csr_spgemm_product", cell, [crow, col], c, p, cols);
-            }));
-        }
+        vouch("csr_spgemm_product", "A", &a_cell, [&t[0], &t[1]], k);
+        vouch("csr_spgemm_product", "B", &b_cell, [&t[2], &t[3]], n);
         let ints: [IntSlice<'_>; 4] = core::array::from_fn(|i| int_slice(&t[i]));
         /// The product on one float type's slices, as Flex tensors.
         fn run<T: Real + burn::tensor::Element>(
